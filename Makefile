@@ -1,0 +1,67 @@
+# miniagent: two commands to start.  `make lab` to learn, `make test` to check.
+# Every target installs what it needs on first use (a .venv in this folder).
+
+PYTHON ?= python3
+VENV   := .venv
+PY     := $(VENV)/bin/python
+STAMP  := $(VENV)/.installed
+PORT   ?= 8888
+NB     ?= [0-9]
+export MPLBACKEND ?= Agg
+
+.DEFAULT_GOAL := help
+.PHONY: help setup lab test test-unit test-notebooks test-ui notebooks demo bench lint clean
+
+help:  ## list the targets
+	@echo "miniagent: build an LLM agent from scratch (offline by default)"
+	@echo
+	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-15s %s\n", $$1, $$2}'
+
+setup: $(STAMP)  ## create .venv and install requirements.txt + the package
+
+# Reinstalls only when requirements.txt or pyproject.toml change.
+# uv installs the stack in seconds; plain pip is the fallback.
+$(STAMP): requirements.txt pyproject.toml
+	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	@echo "Installing into $(VENV) (first run only)..."
+	@if $(PY) -m pip install -q --disable-pip-version-check uv >/dev/null 2>&1 && $(VENV)/bin/uv --version >/dev/null 2>&1; then \
+		$(VENV)/bin/uv pip install -q --python $(PY) -r requirements.txt -e . ; \
+	else \
+		echo "uv unavailable; using pip (slower)"; \
+		$(PY) -m pip install -q -r requirements.txt -e . ; \
+	fi
+	@touch $(STAMP)
+
+lab: $(STAMP)  ## open JupyterLab at the notebooks (offline unless ANTHROPIC_API_KEY is set)
+	$(VENV)/bin/jupyter lab --notebook-dir=notebooks --port=$(PORT)
+
+NBVAL := --nbval --nbval-current-env --nbval-sanitize-with notebooks/sanitize.cfg
+
+test: $(STAMP)  ## unit tests + every notebook compared against its saved outputs (offline)
+	MINIAGENT_OFFLINE=1 $(PY) -m pytest -n 2 --dist loadscope tests notebooks $(NBVAL) -p no:cacheprovider
+
+test-unit: $(STAMP)  ## unit tests only
+	MINIAGENT_OFFLINE=1 $(PY) -m pytest -n 2 tests
+
+test-notebooks: $(STAMP)  ## notebooks only (nbval, strict)
+	MINIAGENT_OFFLINE=1 $(PY) -m pytest -n 2 --dist loadscope notebooks $(NBVAL) -p no:cacheprovider
+
+test-ui: $(STAMP)  ## browser test: JupyterLab + notebook 05's chat widget in headless Chromium
+	@command -v chromium >/dev/null || (apt-get update -qq && apt-get install -y -qq chromium >/dev/null)
+	MINIAGENT_OFFLINE=1 $(PY) tests/ui/run_ui_test.py
+
+notebooks: $(STAMP)  ## build notebooks/src/*.py into .ipynb, run each offline in a fresh kernel, save outputs
+	MINIAGENT_OFFLINE=1 $(PY) scripts/nbtools.py build notebooks/src/$(NB)*.py
+
+demo: $(STAMP)  ## the article's demo question, in the terminal
+	$(PY) -m miniagent --verbose "现在几点了？顺便帮我算一下 (1024 + 768) * 2，再告诉我北京和上海的天气。"
+
+bench: $(STAMP)  ## measure the claims (parallel tools, context policies) and print a table
+	MINIAGENT_OFFLINE=1 $(PY) benchmarks/run_all.py
+
+lint: $(STAMP)  ## check saved notebooks (execution order, no errors, no widget state, no secrets)
+	$(PY) -m pytest -q tests/test_saved_notebooks.py
+
+clean:  ## remove .venv and caches
+	rm -rf $(VENV) .pytest_cache .hypothesis build *.egg-info ui-test
+	find . -name __pycache__ -type d -prune -exec rm -rf {} +

@@ -1,0 +1,55 @@
+"""miniagent: an LLM agent built from scratch, one mechanism at a time.
+
+The notebooks in notebooks/ build each piece inline; this package is where the
+consolidated versions live:
+
+    messages.py       message dicts and the rules the API checks
+    client.py         one LLM call over httpx: errors, retries, usage; connect()
+    tools.py          a tool = JSON Schema + a function; the registry
+    builtin_tools.py  weather, clock, a safe calculator
+    loop.py           the ReAct loop with its budgets
+    context.py        what part of the history each call sends
+    agent.py          all of it assembled, with a trace
+    mock/             the strict offline mock of the Messages API
+
+Names are imported lazily, so `import miniagent` stays fast and loads nothing you
+don't use (no ipywidgets, no matplotlib, no SDK).
+"""
+
+from importlib import import_module
+from typing import Any
+
+__version__ = "0.1.0"
+
+_EXPORTS = {
+    # client
+    "connect": "client", "Client": "client", "APIError": "client", "Usage": "client",
+    "BadRequestError": "client", "AuthenticationError": "client", "RateLimitError": "client",
+    "OverloadedError": "client", "InternalServerError": "client", "APIConnectionError": "client",
+    "APITimeoutError": "client", "MissingAPIKeyError": "client", "DEFAULT_MODEL": "client",
+    # messages
+    "user": "messages", "assistant": "messages", "tool_result": "messages", "text_of": "messages",
+    "tool_uses": "messages", "conversation_error": "messages",
+    # tools
+    "tool": "tools", "Tool": "tools", "ToolRegistry": "tools",
+    "default_tools": "builtin_tools",
+    # loop and agent
+    "run_loop": "loop", "LoopResult": "loop",
+    "Agent": "agent",
+    # mock
+    "MockAPI": "mock",
+}
+
+__all__ = sorted(_EXPORTS)
+
+
+def __getattr__(name: str) -> Any:
+    if name in _EXPORTS:
+        value = getattr(import_module(f"miniagent.{_EXPORTS[name]}"), name)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module 'miniagent' has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_EXPORTS))

@@ -1,0 +1,397 @@
+"""One LLM call over HTTP: the Anthropic Messages API with httpx, and nothing hidden.
+
+`Client.create(messages, ...)` builds the JSON body, sends it with the API key and
+version headers, and returns the response as the plain dict the API sent. Around
+that one call sit the things a real program needs:
+
+- typed errors, one class per HTTP status, carrying the API's own message, its
+  request id and a hint of what to do;
+- retries with exponential backoff and jitter for 429 / 5xx / 529 / dropped
+  connections / timeouts, honouring `retry-after`, and never for 400/401/403/404
+  (sending the same bad request again gives the same answer);
+- running usage totals;
+- `client.exchanges`: every attempt's request and response JSON, with the key redacted.
+
+`connect()` at the bottom picks offline (the bundled mock API) or live from the
+environment and says which it picked.
+"""
+
+from __future__ import annotations
+
+import copy
+import email.utils
+import json
+import os
+import random
+import time
+from collections import deque
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+import httpx
+
+DEFAULT_MODEL = "claude-sonnet-5-5"  # MINIAGENT_MODEL overrides it
+DEFAULT_BASE_URL = "https://api.anthropic.com"
+OFFLINE_BASE_URL = "http://miniagent-mock.invalid"  # .invalid: nothing leaves the machine
+OFFLINE_API_KEY = "mock-key"
+API_VERSION = "2023-06-01"
+REDACTED = "<redacted>"
+
+# --- errors ---------------------------------------------------------------------
+
+
+class APIError(Exception):
+    """A failed call. `str(err)` says what happened and what to do; never the key."""
+
+    status: int | None = None
+    hint = "See the message above."
+
+    def __init__(self, message: str, *, type: str = "", request_id: str | None = None,
+                 status: int | None = None, hint: str | None = None, retry_after: float | None = None):
+        super().__init__(message)
+        self.message = message
+        self.type = type
+        self.request_id = request_id
+        self.retry_after = retry_after
+        if status is not None:
+            self.status = status
+        if hint is not None:
+            self.hint = hint
+
+    def __str__(self) -> str:
+        head = f"{self.status} {self.type}: " if self.status else (f"{self.type}: " if self.type else "")
+        rid = f" (request {self.request_id})" if self.request_id else ""
+        return f"{head}{self.message}{rid}\nHint: {self.hint}"
+
+
+class BadRequestError(APIError):
+    status = 400
+    hint = "The request itself is wrong; the message names the field. Retrying sends the same bytes, so it is not retried."
+
+
+class AuthenticationError(APIError):
+    status = 401
+    hint = "Check ANTHROPIC_API_KEY (set, complete, not revoked), or run offline with MINIAGENT_OFFLINE=1."
+
+
+class PermissionDeniedError(APIError):
+    status = 403
+    hint = "Your key may not use this model or feature; check its workspace and permissions."
+
+
+class NotFoundError(APIError):
+    status = 404
+    hint = "Check the model name (MINIAGENT_MODEL) and ANTHROPIC_BASE_URL (it must not end in /v1)."
+
+
+class RequestTooLargeError(APIError):
+    status = 413
+    hint = "The request is over 32 MB; shorten the conversation or the tool output."
+
+
+class RateLimitError(APIError):
+    status = 429
+    hint = "Too many requests or tokens per minute. The client waits as `retry-after` says; lower concurrency if it persists."
+
+
+class InternalServerError(APIError):
+    status = 500
+    hint = "A server-side failure. Retried with backoff; if it persists, try again later."
+
+
+class OverloadedError(APIError):
+    status = 529
+    hint = "The API is overloaded right now. Retried with backoff; if it persists, try again later."
+
+
+class APIConnectionError(APIError):
+    hint = "Could not reach the API. Check your network and ANTHROPIC_BASE_URL."
+
+
+class APITimeoutError(APIConnectionError):
+    hint = "No answer within the timeout. Retried; raise `timeout=` for long answers."
+
+
+class MalformedResponseError(APIError):
+    hint = "The server answered 200 with something that is not a Messages API response. Is ANTHROPIC_BASE_URL right?"
+
+
+class MissingAPIKeyError(APIError):
+    hint = ("Set ANTHROPIC_API_KEY (export ANTHROPIC_API_KEY=sk-ant-... before `make lab`, or "
+            "os.environ['ANTHROPIC_API_KEY'] = ... in a cell), or work offline with MINIAGENT_OFFLINE=1.")
+
+
+_BY_STATUS = {400: BadRequestError, 401: AuthenticationError, 403: PermissionDeniedError,
+              404: NotFoundError, 413: RequestTooLargeError, 429: RateLimitError, 529: OverloadedError}
+
+
+def error_class(status: int) -> type[APIError]:
+    if status in _BY_STATUS:
+        return _BY_STATUS[status]
+    return InternalServerError if status >= 500 else APIError
+
+
+def is_retryable(err: APIError, response: httpx.Response | None = None) -> bool:
+    """Retry what may succeed next time: overload, rate limits, server faults, lost connections."""
+    if response is not None and response.headers.get("x-should-retry") in ("true", "false"):
+        return response.headers["x-should-retry"] == "true"
+    if isinstance(err, APIConnectionError):
+        return True
+    return err.status in (408, 409, 429) or (err.status or 0) >= 500
+
+
+def retry_after_seconds(headers: httpx.Headers) -> float | None:
+    """The wait the server asked for: `retry-after-ms`, else `retry-after` (seconds or an HTTP date)."""
+    if "retry-after-ms" in headers:
+        try:
+            return float(headers["retry-after-ms"]) / 1000
+        except ValueError:
+            pass
+    value = headers.get("retry-after")
+    if value is None:
+        return None
+    try:
+        return float(value)
+    except ValueError:
+        when = email.utils.parsedate_to_datetime(value) if value else None
+        return None if when is None else max(0.0, when.timestamp() - time.time())
+
+
+# --- bookkeeping ----------------------------------------------------------------
+
+
+@dataclass
+class Usage:
+    """Tokens spent so far, summed over every successful call."""
+
+    input_tokens: int = 0
+    output_tokens: int = 0
+    calls: int = 0
+
+    def add(self, usage: dict) -> None:
+        self.input_tokens += usage.get("input_tokens", 0) + usage.get("cache_read_input_tokens", 0) \
+            + usage.get("cache_creation_input_tokens", 0)
+        self.output_tokens += usage.get("output_tokens", 0)
+        self.calls += 1
+
+    @property
+    def total_tokens(self) -> int:
+        return self.input_tokens + self.output_tokens
+
+
+@dataclass
+class Exchange:
+    """One HTTP attempt, as it went over the wire, with secrets redacted."""
+
+    request: dict
+    status: int | None = None
+    response: Any = None
+    error: str | None = None
+    seconds: float = 0.0
+    waited: float = 0.0  # the back-off before the next attempt, if there was one
+    attempt: int = 1
+
+    def to_dict(self) -> dict:
+        return {"attempt": self.attempt, "request": self.request, "status": self.status,
+                "response": self.response, "error": self.error, "seconds": round(self.seconds, 4),
+                "waited": round(self.waited, 4)}
+
+
+# --- the client -----------------------------------------------------------------
+
+
+class Client:
+    """Calls the Messages API. `create()` is the whole idea; the rest is error handling."""
+
+    def __init__(self, *, api_key: str | None, base_url: str = DEFAULT_BASE_URL,
+                 model: str = DEFAULT_MODEL, max_tokens: int = 1024, api_version: str = API_VERSION,
+                 timeout: float = 60.0, max_retries: int = 2, max_retry_wait: float = 60.0,
+                 transport: httpx.BaseTransport | None = None, sleep: Callable[[float], None] = time.sleep,
+                 mode: str = "live", mock: Any = None, history: int = 50):
+        if not api_key:
+            raise MissingAPIKeyError("no API key: live mode needs ANTHROPIC_API_KEY", type="missing_api_key")
+        self._api_key = api_key
+        self.base_url = base_url.rstrip("/")
+        self.model = model
+        self.max_tokens = max_tokens
+        self.api_version = api_version
+        self.max_retries = max_retries
+        self.max_retry_wait = max_retry_wait
+        self.sleep = sleep
+        self.mode = mode
+        self.mock = mock  # the MockAPI behind an offline client, for scripts and faults
+        self.usage = Usage()
+        self.exchanges: deque[Exchange] = deque(maxlen=history)
+        self.http = httpx.Client(transport=transport, timeout=httpx.Timeout(timeout, connect=10.0))
+
+    def __repr__(self) -> str:
+        return f"Client(mode={self.mode!r}, base_url={self.base_url!r}, model={self.model!r})"
+
+    # The request ------------------------------------------------------------------
+
+    def headers(self) -> dict[str, str]:
+        return {"x-api-key": self._api_key, "anthropic-version": self.api_version,
+                "content-type": "application/json"}
+
+    def body(self, messages: list[dict], *, system: str | list | None = None, tools: list[dict] | None = None,
+             tool_choice: dict | None = None, max_tokens: int | None = None,
+             stop_sequences: list[str] | None = None, model: str | None = None, **extra: Any) -> dict:
+        """The JSON body of a Messages API request. Optional fields are left out when unset."""
+        body: dict[str, Any] = {"model": model or self.model, "max_tokens": max_tokens or self.max_tokens,
+                                "messages": messages}
+        if system:
+            body["system"] = system
+        if tools:
+            body["tools"] = tools
+        if tool_choice:
+            body["tool_choice"] = tool_choice
+        if stop_sequences:
+            body["stop_sequences"] = stop_sequences
+        body.update({k: v for k, v in extra.items() if v is not None})
+        return body
+
+    def create(self, messages: list[dict], **kwargs: Any) -> dict:
+        """Send one Messages API request; return the response message as a dict.
+
+        Keyword arguments: system, tools, tool_choice, max_tokens, stop_sequences,
+        model, and any other API field (temperature, metadata, ...).
+        """
+        response = self._post("/v1/messages", self.body(messages, **kwargs))
+        if not isinstance(response, dict) or response.get("type") != "message" or "content" not in response:
+            raise MalformedResponseError(f"expected a message object, got: {_clip(json.dumps(response))}",
+                                         type="malformed_response")
+        self.usage.add(response.get("usage") or {})
+        return response
+
+    def count_tokens(self, messages: list[dict], *, system: Any = None, tools: list[dict] | None = None) -> int:
+        """Input tokens this conversation would cost (the API's /v1/messages/count_tokens)."""
+        body = self.body(messages, system=system, tools=tools)
+        body.pop("max_tokens")
+        return self._post("/v1/messages/count_tokens", body)["input_tokens"]
+
+    @property
+    def last(self) -> Exchange | None:
+        """The most recent attempt: `client.last.request`, `client.last.response`."""
+        return self.exchanges[-1] if self.exchanges else None
+
+    # Sending, with retries --------------------------------------------------------
+
+    def _post(self, path: str, body: dict) -> Any:
+        url = self.base_url + path
+        for attempt in range(1, self.max_retries + 2):
+            record = Exchange(request=self._redacted_request(url, body), attempt=attempt)
+            self.exchanges.append(record)
+            started = time.perf_counter()
+            response = None
+            try:
+                response = self.http.post(url, headers=self.headers(), json=body)
+            except httpx.TimeoutException as exc:
+                err: APIError = APITimeoutError(f"no response within the timeout ({type(exc).__name__})",
+                                                type="timeout")
+            except httpx.TransportError as exc:
+                err = APIConnectionError(f"{type(exc).__name__}: {self._scrub(str(exc))}", type="connection_error")
+            else:
+                record.status = response.status_code
+                record.response = self._scrub_payload(_json_or_text(response))
+                if response.is_success:
+                    record.seconds = time.perf_counter() - started
+                    if isinstance(record.response, str):
+                        raise MalformedResponseError(f"the body is not JSON: {_clip(record.response)}",
+                                                     type="malformed_response", status=response.status_code)
+                    return record.response
+                err = self._error_from(response, record.response)
+            record.seconds = time.perf_counter() - started
+            record.error = str(err).splitlines()[0]
+            wait = self._retry_wait(err, response, attempt)
+            if wait is None:
+                raise err
+            record.waited = wait
+            self.sleep(wait)
+        raise AssertionError("unreachable")
+
+    def _retry_wait(self, err: APIError, response: httpx.Response | None, attempt: int) -> float | None:
+        """Seconds to wait before the next attempt, or None to give up now."""
+        if attempt > self.max_retries or not is_retryable(err, response):
+            return None
+        asked = retry_after_seconds(response.headers) if response is not None else None
+        if asked is not None and asked > self.max_retry_wait:
+            err.hint += f" The server asked to wait {asked:.0f} s, more than max_retry_wait; not retried."
+            return None
+        if asked is not None and asked > 0:
+            return asked
+        backoff = min(0.5 * 2 ** (attempt - 1), 8.0)
+        return backoff * (1 - 0.25 * random.random())  # jitter: many clients don't retry in step
+
+    def _error_from(self, response: httpx.Response, payload: Any) -> APIError:
+        error = payload.get("error") if isinstance(payload, dict) else None
+        if isinstance(error, dict):
+            message, kind = str(error.get("message", "")), str(error.get("type", ""))
+        else:
+            message, kind = f"HTTP {response.status_code}: {_clip(str(payload))}", "http_error"
+        cls = error_class(response.status_code)
+        return cls(self._scrub(message), type=kind, status=response.status_code,
+                   request_id=response.headers.get("request-id"),
+                   retry_after=retry_after_seconds(response.headers))
+
+    # Secrets ------------------------------------------------------------------------
+
+    def _scrub(self, text: str) -> str:
+        return text.replace(self._api_key, REDACTED) if self._api_key else text
+
+    def _scrub_payload(self, payload: Any) -> Any:
+        """A response as recorded: any echo of the key (some proxies echo it) replaced."""
+        text = json.dumps(payload, ensure_ascii=False)
+        return json.loads(self._scrub(text)) if self._api_key in text else payload
+
+    def _redacted_request(self, url: str, body: dict) -> dict:
+        headers = {k: (REDACTED if k in ("x-api-key", "authorization") else v) for k, v in self.headers().items()}
+        return {"method": "POST", "url": url, "headers": headers, "body": copy.deepcopy(body)}
+
+
+def _json_or_text(response: httpx.Response) -> Any:
+    try:
+        return response.json()
+    except ValueError:
+        return response.text
+
+
+def _clip(text: str, limit: int = 300) -> str:
+    return text if len(text) <= limit else text[:limit] + f"... [{len(text) - limit} more characters]"
+
+
+# --- offline or live --------------------------------------------------------------
+
+
+def connect(*, offline: bool | None = None, model: str | None = None, quiet: bool = False, **kwargs: Any) -> Client:
+    """A Client for the mock API or the real one, chosen from the environment.
+
+    - `MINIAGENT_OFFLINE=1` (or `offline=True`): the bundled mock, whatever keys are set;
+    - else `ANTHROPIC_API_KEY` set: live, at `ANTHROPIC_BASE_URL` if set (so pointing it
+      at `python -m miniagent.mock` runs the live code path against the mock over HTTP);
+    - else: the mock, with a note saying how to go live.
+    `MINIAGENT_MODEL` picks the model. Prints one line saying which it picked.
+    """
+    env_offline = os.environ.get("MINIAGENT_OFFLINE", "").lower() in ("1", "true", "yes")
+    key = os.environ.get("ANTHROPIC_API_KEY", "").strip()
+    model = model or os.environ.get("MINIAGENT_MODEL") or DEFAULT_MODEL
+    if offline is None:
+        offline = env_offline or not key
+    if offline:
+        from miniagent.mock import MockAPI  # imported here: live use never loads the mock
+
+        mock = MockAPI()
+        client = Client(api_key=OFFLINE_API_KEY, base_url=OFFLINE_BASE_URL, model=model, mode="offline",
+                        transport=mock.transport(), mock=mock, **kwargs)
+        why = "" if env_offline or key else " (no ANTHROPIC_API_KEY set; set one to go live)"
+        if not quiet:
+            print(f"offline (mock API) · model {model}{why}")
+        return client
+    if not key:
+        raise MissingAPIKeyError("live mode needs an API key, and ANTHROPIC_API_KEY is not set",
+                                 type="missing_api_key")
+    base_url = os.environ.get("ANTHROPIC_BASE_URL") or DEFAULT_BASE_URL
+    client = Client(api_key=key, base_url=base_url, model=model, mode="live", **kwargs)
+    if not quiet:
+        where = "" if base_url == DEFAULT_BASE_URL else f" at {base_url}"
+        print(f"live{where} · model {model}")
+    return client

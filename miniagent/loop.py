@@ -1,0 +1,147 @@
+"""The ReAct loop: call the model, run the tools it asks for, repeat until it is done.
+
+The whole idea fits in a few lines (notebook 03 writes them inline):
+
+    while True:
+        response = client.create(messages, tools=...)
+        messages.append(assistant(response["content"]))
+        if response["stop_reason"] != "tool_use":
+            return response
+        messages.append(user(run_all_tools(response)))
+
+What makes it safe to leave running is the rest of this module: every `stop_reason`
+is handled (none spins without appending), all `tool_use` blocks of one response run
+concurrently and answer in one user message in call order, a truncated tool call is
+never executed, and three budgets stop a runaway model: iterations, cumulative
+tokens, and the same call repeated with the same arguments. A failed API call
+leaves the history exactly as it was before the call.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+from miniagent.client import APIError, Usage
+from miniagent.messages import assistant, text_of, tool_result, tool_uses, user
+from miniagent.tools import ToolRegistry
+
+Event = dict[str, Any]
+
+# Why the loop stopped: a stop_reason the model gave, or a limit the loop enforced.
+DONE = ("end_turn", "stop_sequence")
+
+
+@dataclass
+class LoopResult:
+    stop: str            # end_turn, stop_sequence, max_tokens, refusal, max_iterations,
+                         # token_budget, repeated_call, api_error, or unknown_stop_reason
+    reason: str          # one sentence a person can read
+    text: str            # the final answer (the last response's text)
+    messages: list[dict]  # the full history, including what this run appended
+    iterations: int      # model calls made
+    usage: Usage = field(default_factory=Usage)
+    error: APIError | None = None
+
+    @property
+    def ok(self) -> bool:
+        return self.stop in DONE
+
+
+def call_signature(block: dict) -> str:
+    """A tool call's identity for repeat detection: its name and canonical arguments."""
+    return block["name"] + json.dumps(block.get("input", {}), sort_keys=True, ensure_ascii=False)
+
+
+def _not_executed(blocks: list[dict], why: str) -> list[dict]:
+    """Error results for calls the loop refuses to run, so the history stays valid."""
+    return [tool_result(b["id"], f"Error: not executed: {why}", is_error=True) for b in blocks]
+
+
+def run_loop(client: Any, messages: list[dict], *, tools: ToolRegistry | list | None = None,
+             system: str | list | None = None, max_iterations: int = 10, token_budget: int | None = None,
+             max_repeats: int = 2, parallel: bool = True, policy: Any = None,
+             on_event: Callable[[Event], None] | None = None, **create_kwargs: Any) -> LoopResult:
+    """Run the agent loop from `messages` (ending with the user's turn) until it stops.
+
+    `messages` is not modified; `result.messages` is the history with this run's turns
+    appended. `policy` (see `miniagent.context`) chooses what part of the history each
+    call sends and may shorten tool output before it enters the history. `on_event` is
+    called with a dict for every step (request, response, tool_call, tool_result,
+    error, stop).
+    """
+    registry = tools if isinstance(tools, ToolRegistry) or tools is None else ToolRegistry(tools)
+    schemas = registry.schemas() if registry else None
+    history = list(messages)
+    usage = Usage()
+    seen: dict[str, int] = {}
+    emit = on_event or (lambda event: None)
+
+    def finish(stop: str, reason: str, text: str = "", error: APIError | None = None) -> LoopResult:
+        emit({"type": "stop", "stop": stop, "reason": reason})
+        return LoopResult(stop, reason, text, history, iterations, usage, error)
+
+    iterations = 0
+    while True:
+        if iterations >= max_iterations:
+            return finish("max_iterations", f"stopped after {iterations} model calls (max_iterations={max_iterations})")
+        if token_budget is not None and usage.total_tokens >= token_budget:
+            return finish("token_budget", f"stopped: {usage.total_tokens:,} tokens used, budget {token_budget:,}")
+
+        view = policy.view(history) if policy else history
+        iterations += 1
+        emit({"type": "request", "iteration": iterations, "messages": len(history), "sent": len(view)})
+        started = time.perf_counter()
+        try:
+            response = client.create(view, system=system, tools=schemas, **create_kwargs)
+        except APIError as err:  # nothing was appended for this call: the history is as it was
+            emit({"type": "error", "iteration": iterations, "error": str(err).splitlines()[0]})
+            return finish("api_error", f"the API call failed: {str(err).splitlines()[0]}", error=err)
+        usage.add(response.get("usage") or {})
+        stop_reason = response.get("stop_reason")
+        emit({"type": "response", "iteration": iterations, "stop_reason": stop_reason,
+              "content": response["content"], "usage": response.get("usage"),
+              "seconds": time.perf_counter() - started})
+        calls = tool_uses(response)
+        if response["content"]:
+            history.append(assistant(response["content"]))
+        text = text_of(response)
+
+        if stop_reason in DONE:
+            return finish(stop_reason, "the model finished its answer", text)
+        if stop_reason == "pause_turn":  # a long server-side turn paused: send it back to continue
+            continue
+        if stop_reason != "tool_use":
+            why = {"max_tokens": "the answer was cut off by max_tokens",
+                   "refusal": "the model declined to answer"}.get(stop_reason, f"unexpected stop_reason {stop_reason!r}")
+            if calls:  # e.g. a tool call cut mid-arguments: never run it
+                history.append(user(_not_executed(calls, f"{why}; the call was incomplete")))
+                why += f"; {len(calls)} incomplete tool call(s) were not executed"
+            stop = stop_reason if stop_reason in ("max_tokens", "refusal") else "unknown_stop_reason"
+            return finish(stop, why, text)
+
+        if not calls:
+            return finish("unknown_stop_reason", "stop_reason was tool_use but the response holds no tool_use block", text)
+        repeated = [b for b in calls if seen.get(call_signature(b), 0) >= max_repeats]
+        if repeated:
+            name = repeated[0]["name"]
+            history.append(user(_not_executed(calls, "the same call was already made with the same arguments")))
+            return finish("repeated_call", f"the model asked for {name} with the same arguments "
+                          f"{max_repeats + 1} times; stopped instead of looping")
+        for b in calls:
+            seen[call_signature(b)] = seen.get(call_signature(b), 0) + 1
+            emit({"type": "tool_call", "iteration": iterations, "id": b["id"], "name": b["name"], "input": b.get("input", {})})
+
+        def traced(block: dict, result: dict, seconds: float) -> None:
+            emit({"type": "tool_result", "iteration": iterations, "id": block["id"], "name": block["name"],
+                  "is_error": bool(result.get("is_error")), "content": result.get("content"), "seconds": seconds})
+
+        if registry is None:
+            results = _not_executed(calls, "no tools are available")
+        else:
+            results = registry.run_all(calls, parallel=parallel, on_result=traced)
+        if policy is not None:
+            results = policy.on_tool_results(results)
+        history.append(user(results))

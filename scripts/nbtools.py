@@ -1,0 +1,88 @@
+"""Build notebooks from their sources, re-execute them offline, save them clean.
+
+    python scripts/nbtools.py build notebooks/src/*.py     # .py (percent format) -> .ipynb, then execute
+    python scripts/nbtools.py execute notebooks/0*.ipynb   # re-execute existing notebooks
+
+Sources live in notebooks/src/ in the "percent" format: `# %% [markdown]` starts a
+markdown cell (its lines are commented with "# "), `# %%` starts a code cell, and
+`# %% tags=["raises-exception"]` marks a cell that raises on purpose. Edit the source,
+then `make notebooks`; the .ipynb files are what learners open and what nbval checks.
+
+Each notebook runs top to bottom in its own kernel with MINIAGENT_OFFLINE=1 (so the
+saved outputs are exactly what nbval will compare against), in the notebooks/ folder.
+Cells tagged `raises-exception` may raise; any other error stops with the cell shown.
+Widget state (`metadata.widgets`) is stripped: GitHub will not render a notebook whose
+widget state is incomplete, and nbval ignores widget views anyway.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import time
+from pathlib import Path
+
+import nbformat
+from nbconvert.preprocessors import CellExecutionError, ExecutePreprocessor
+
+
+def build(source: Path) -> Path:
+    """Turn a percent-format .py file into notebooks/NAME.ipynb (outputs empty)."""
+    cells, kind, tags, lines = [], None, [], []
+
+    def flush() -> None:
+        text = "\n".join(lines).strip("\n")
+        if kind == "markdown":
+            text = "\n".join(l[2:] if l.startswith("# ") else l.lstrip("#") for l in text.splitlines())
+            cells.append(nbformat.v4.new_markdown_cell(text))
+        elif kind == "code" and text:
+            cell = nbformat.v4.new_code_cell(text)
+            if tags:
+                cell.metadata["tags"] = tags
+            cells.append(cell)
+
+    for line in source.read_text().splitlines():
+        if line.startswith("# %%"):
+            flush()
+            kind = "markdown" if "[markdown]" in line else "code"
+            tags = json.loads(line.split("tags=", 1)[1]) if "tags=" in line else []
+            lines = []
+        elif kind is not None:
+            lines.append(line)
+    flush()
+    nb = nbformat.v4.new_notebook(cells=cells)
+    target = source.parent.parent / (source.stem + ".ipynb")
+    nbformat.write(nb, target)
+    return target
+
+
+def execute(path: Path) -> float:
+    nb = nbformat.read(path, as_version=4)
+    os.environ["MINIAGENT_OFFLINE"] = "1"
+    os.environ.setdefault("MPLBACKEND", "Agg")
+    started = time.perf_counter()
+    ExecutePreprocessor(timeout=300, kernel_name="python3").preprocess(nb, {"metadata": {"path": str(path.parent)}})
+    nb.metadata.pop("widgets", None)
+    nb.metadata["kernelspec"] = {"display_name": "Python 3", "language": "python", "name": "python3"}
+    nbformat.write(nb, path)
+    return time.perf_counter() - started
+
+
+def main(argv: list[str]) -> int:
+    if len(argv) < 3 or argv[1] not in ("build", "execute"):
+        print(__doc__)
+        return 2
+    for name in argv[2:]:
+        path = build(Path(name)) if argv[1] == "build" else Path(name)
+        try:
+            seconds = execute(path)
+        except CellExecutionError as exc:
+            print(f"FAILED {path}:\n{exc}", file=sys.stderr)
+            return 1
+        print(f"executed {path} in {seconds:.1f} s")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))

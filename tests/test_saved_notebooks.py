@@ -1,0 +1,36 @@
+"""The committed notebooks are clean: run in order, no stray errors, no widget state, no secrets."""
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+
+NOTEBOOKS = sorted((Path(__file__).parent.parent / "notebooks").glob("[0-9]*.ipynb"))
+SECRET = re.compile(r"sk-ant-[A-Za-z0-9_-]{8,}|sk-[A-Za-z0-9]{32,}")
+
+
+def test_there_are_notebooks():
+    assert len(NOTEBOOKS) >= 2
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
+def test_saved_notebook_is_clean(path):
+    nb = json.loads(path.read_text())
+    assert "widgets" not in nb["metadata"], "strip metadata.widgets (make notebooks does)"
+    code = [c for c in nb["cells"] if c["cell_type"] == "code"]
+    assert [c["execution_count"] for c in code] == list(range(1, len(code) + 1)), \
+        "execution counts must be 1..N: re-execute from a fresh kernel with `make notebooks`"
+    for i, cell in enumerate(code):
+        allowed = "raises-exception" in cell.get("metadata", {}).get("tags", [])
+        errors = [o for o in cell["outputs"] if o["output_type"] == "error"]
+        assert allowed or not errors, f"code cell {i + 1} saved an error: {errors[0]['ename'] if errors else ''}"
+        assert not SECRET.search(json.dumps(cell)), f"code cell {i + 1} holds something that looks like an API key"
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
+def test_notebook_says_which_mode(path):
+    """Every notebook's setup cell prints whether it talks to the mock or a real model."""
+    nb = json.loads(path.read_text())
+    text = json.dumps([c.get("outputs", []) for c in nb["cells"] if c["cell_type"] == "code"][:3])
+    assert "offline (mock API)" in text
