@@ -1,0 +1,511 @@
+"""Tools: a name, a description, a JSON Schema and a callable.
+
+The model never runs anything. It reads the `tools` list of the request (names,
+descriptions, input schemas), and when it wants a tool it answers with a
+`tool_use` block: a name and a JSON object of arguments. Our code runs the
+function and sends back a `tool_result` block. This module is that contract:
+
+- `Tool` and `@tool`: describe a Python function to the model. The schema is built
+  from the type hints and the description from the docstring, so the two cannot
+  drift apart.
+- `validate_arguments`: check the model's arguments against the schema before the
+  call, and say precisely what is wrong, so the model can fix its next attempt.
+- `ToolRegistry`: look tools up by name and run `tool_use` blocks. Running never
+  raises: an unknown name, bad arguments, an exception or a timeout all become a
+  `tool_result` with `is_error: true` whose text starts with "Error: ". A model can
+  read an error and correct itself; an exception that escapes ends the agent.
+- `truncate_text`: keep a huge tool output from swamping the context window.
+"""
+
+from __future__ import annotations
+
+import enum
+import functools
+import inspect
+import json
+import re
+import threading
+import time
+import types
+import typing
+from concurrent.futures import ThreadPoolExecutor, as_completed
+from dataclasses import dataclass
+from typing import Any, Callable, Iterable, Iterator, Literal, Union
+
+from .messages import tool_result
+
+# The API's rule for tool names (a longer name is rejected with HTTP 400).
+NAME_PATTERN = re.compile(r"^[a-zA-Z0-9_-]{1,128}$")
+DEFAULT_TIMEOUT = 10.0
+DEFAULT_MAX_OUTPUT_CHARS = 8_000
+
+
+# --- a tool ----------------------------------------------------------------------
+
+
+@dataclass
+class Tool:
+    """What the model sees (name, description, input_schema) and what we run (fn).
+
+    `fn` is called with the tool_use's `input` as keyword arguments. `timeout` is
+    how many seconds the registry waits for it before answering with an error.
+    """
+
+    name: str
+    description: str
+    input_schema: dict
+    fn: Callable[..., Any]
+    timeout: float = DEFAULT_TIMEOUT
+
+    def __post_init__(self) -> None:
+        # Checked here, not by the API later: a bad tool should fail where it is defined.
+        if not isinstance(self.name, str) or not NAME_PATTERN.match(self.name):
+            raise ValueError(
+                f"tool name {self.name!r} is not allowed: the API wants 1-128 characters "
+                "from a-z, A-Z, 0-9, '_' and '-' (pass name=... to choose one)"
+            )
+        if not isinstance(self.input_schema, dict) or self.input_schema.get("type") != "object":
+            raise ValueError(
+                f"tool {self.name!r}: input_schema must be a JSON Schema dict with \"type\": \"object\", "
+                f"got {self.input_schema!r}"
+            )
+        if not callable(self.fn):
+            raise TypeError(f"tool {self.name!r}: fn must be callable, got {type(self.fn).__name__}")
+        if isinstance(self.timeout, bool) or not isinstance(self.timeout, (int, float)) or self.timeout <= 0:
+            raise ValueError(f"tool {self.name!r}: timeout must be a positive number of seconds, got {self.timeout!r}")
+
+    def schema(self) -> dict:
+        """The tool's entry in the request's `tools` list."""
+        return {"name": self.name, "description": self.description, "input_schema": self.input_schema}
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        """A decorated function stays callable as a plain function."""
+        return self.fn(*args, **kwargs)
+
+
+# --- @tool: a schema from type hints and a docstring -------------------------------
+
+
+def tool(
+    fn: Callable[..., Any] | None = None,
+    *,
+    name: str | None = None,
+    description: str | None = None,
+    timeout: float = DEFAULT_TIMEOUT,
+) -> Any:
+    """Turn a function into a `Tool`; usable bare (`@tool`) or with arguments.
+
+    The description is the docstring's text before `Args:`; the parameter
+    descriptions come from the `Args:` section. The description is all the model
+    knows about when to use the tool, so a tool without one is refused.
+    """
+
+    def build(f: Callable[..., Any]) -> Tool:
+        tool_name = name or getattr(f, "__name__", None)
+        if not tool_name:
+            raise TypeError(f"cannot name the tool for {f!r}: pass name=...")
+        summary, param_docs = parse_docstring(inspect.getdoc(f) or "")
+        text = description if description is not None else summary
+        if not text.strip():
+            raise ValueError(
+                f"tool {tool_name!r} has no description: the model decides when to call a tool from its "
+                "description alone, so write a docstring or pass description=..."
+            )
+        schema, enums = _schema_from_signature(f, param_docs)
+        return Tool(tool_name, text, schema, _converting_enums(f, enums) if enums else f, timeout)
+
+    return build if fn is None else build(fn)
+
+
+_SECTION = re.compile(r"^(Args|Arguments|Parameters|Returns?|Yields?|Raises|Examples?|Notes?)\s*:\s*$")
+_PARAM_LINE = re.compile(r"^(\w+)\s*(?:\([^)]*\))?\s*:\s*(.*)$")
+
+
+def parse_docstring(doc: str) -> tuple[str, dict[str, str]]:
+    """Split a Google-style docstring into (description, {parameter: description}).
+
+    Lines inside a paragraph are joined, because a docstring is wrapped for a
+    code editor and the model reads it as prose.
+    """
+    lines = inspect.cleandoc(doc).splitlines()
+    starts = [i for i, line in enumerate(lines) if _SECTION.match(line)]
+    end = starts[0] if starts else len(lines)
+    paragraphs = "\n".join(lines[:end]).split("\n\n")
+    summary = "\n\n".join(" ".join(p.split()) for p in paragraphs if p.strip())
+
+    params: dict[str, str] = {}
+    for start in starts:
+        if _SECTION.match(lines[start]).group(1) not in ("Args", "Arguments", "Parameters"):
+            continue
+        current, params_indent = None, 0
+        for line in lines[start + 1 :]:
+            if line and not line[0].isspace():
+                break  # the next section begins
+            match = _PARAM_LINE.match(line.strip())
+            indent = len(line) - len(line.lstrip())
+            if match and (current is None or indent <= params_indent):
+                current, params_indent = match.group(1), indent
+                params[current] = match.group(2).strip()
+            elif current and line.strip():
+                params[current] = f"{params[current]} {line.strip()}".strip()
+    return summary, params
+
+
+def _schema_from_signature(fn: Callable[..., Any], param_docs: dict[str, str]) -> tuple[dict, dict]:
+    """The input_schema for fn's parameters, and the parameters typed as Enum subclasses."""
+    signature = inspect.signature(fn)
+    try:
+        hints = typing.get_type_hints(fn)
+    except (NameError, TypeError) as exc:
+        raise TypeError(f"cannot resolve the type hints of {fn.__name__}: {exc}") from exc
+    unknown = set(param_docs) - set(signature.parameters)
+    if unknown:
+        raise TypeError(f"the docstring of {fn.__name__} documents {sorted(unknown)}, which are not parameters")
+
+    properties: dict[str, dict] = {}
+    required: list[str] = []
+    enums: dict[str, type[enum.Enum]] = {}
+    for pname, param in signature.parameters.items():
+        if param.kind in (param.VAR_POSITIONAL, param.VAR_KEYWORD, param.POSITIONAL_ONLY):
+            raise TypeError(
+                f"parameter {pname!r} of {fn.__name__}: *args, **kwargs and positional-only parameters "
+                "cannot be passed by name from a JSON object; declare each parameter explicitly"
+            )
+        if pname not in hints:
+            raise TypeError(f"parameter {pname!r} of {fn.__name__} has no type hint; add one, e.g. {pname}: str")
+        hint, optional = _unwrap_optional(hints[pname])
+        try:
+            prop = _schema_for(hint)
+        except TypeError as exc:
+            raise TypeError(f"parameter {pname!r} of {fn.__name__}: {exc}") from None
+        if isinstance(hint, type) and issubclass(hint, enum.Enum):
+            enums[pname] = hint
+        if pname in param_docs:
+            prop["description"] = param_docs[pname]
+        if param.default is not param.empty:
+            default = param.default.value if isinstance(param.default, enum.Enum) else param.default
+            if default is not None and _is_json(default):
+                prop["default"] = default
+        elif not optional:
+            required.append(pname)
+        properties[pname] = prop
+
+    schema: dict[str, Any] = {"type": "object", "properties": properties}
+    if required:
+        schema["required"] = required
+    schema["additionalProperties"] = False
+    return schema, enums
+
+
+def _unwrap_optional(hint: Any) -> tuple[Any, bool]:
+    """(X, True) for Optional[X] and X | None; (hint, False) otherwise."""
+    if typing.get_origin(hint) in (Union, types.UnionType):
+        args = [a for a in typing.get_args(hint) if a is not type(None)]
+        if len(args) == 1 and len(typing.get_args(hint)) == 2:
+            return args[0], True
+    return hint, False
+
+
+_PLAIN = {str: "string", int: "integer", float: "number", bool: "boolean"}
+_SUPPORTED = "str, int, float, bool, list[...], dict, Literal[...], an Enum subclass or Optional[...] of these"
+
+
+def _schema_for(hint: Any) -> dict:
+    """The JSON Schema of one type hint (the subset a model fills reliably)."""
+    if hint in _PLAIN:
+        return {"type": _PLAIN[hint]}
+    origin, args = typing.get_origin(hint), typing.get_args(hint)
+    if hint is list or origin is list:
+        return {"type": "array", "items": _schema_for(args[0])} if args else {"type": "array"}
+    if hint is dict or origin is dict:
+        return {"type": "object"}
+    if origin is Literal:
+        return _enum_schema(list(args))
+    if isinstance(hint, type) and issubclass(hint, enum.Enum):
+        return _enum_schema([member.value for member in hint])
+    raise TypeError(f"unsupported type hint {hint!r}; use {_SUPPORTED}")
+
+
+def _enum_schema(values: list) -> dict:
+    if not values or not all(type(v) in _PLAIN for v in values):
+        raise TypeError(f"enum values must be strings, numbers or booleans, got {values!r}")
+    kinds = {_PLAIN[type(v)] for v in values}
+    return {"type": kinds.pop(), "enum": values} if len(kinds) == 1 else {"enum": values}
+
+
+def _is_json(value: Any) -> bool:
+    try:
+        json.dumps(value)
+    except (TypeError, ValueError):
+        return False
+    return True
+
+
+def _converting_enums(fn: Callable[..., Any], enums: dict[str, type[enum.Enum]]) -> Callable[..., Any]:
+    """Wrap fn so that JSON values ("C") arrive as the Enum members (Unit.C) it declares."""
+
+    @functools.wraps(fn)
+    def call(*args: Any, **kwargs: Any) -> Any:
+        for pname, cls in enums.items():
+            if kwargs.get(pname) is not None:
+                kwargs[pname] = cls(kwargs[pname])
+        return fn(*args, **kwargs)
+
+    return call
+
+
+# --- validating the model's arguments -----------------------------------------------
+
+_EXPECTED = {
+    "string": "a string",
+    "integer": "an integer",
+    "number": "a number",
+    "boolean": "a boolean (true or false)",
+    "array": "an array",
+    "object": "an object",
+    "null": "null",
+}
+
+
+def _is_type(value: Any, json_type: str) -> bool:
+    # bool is a subclass of int in Python, but true is not a number in JSON.
+    if json_type in ("integer", "number") and isinstance(value, bool):
+        return False
+    python_types = {"string": str, "integer": int, "number": (int, float), "boolean": bool,
+                    "array": list, "object": dict, "null": type(None)}
+    return isinstance(value, python_types.get(json_type, object))
+
+
+def _same(a: Any, b: Any) -> bool:
+    """Equality that does not confuse True with 1."""
+    return a == b and isinstance(a, bool) == isinstance(b, bool)
+
+
+def _show(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+def validate_arguments(schema: dict, args: Any) -> list[str]:
+    """What is wrong with `args` for `schema`, one message per problem ([] if nothing).
+
+    Covers the subset `@tool` generates: type, required, enum, items, properties
+    and additionalProperties false. Each message names the field and what was
+    expected, because the model reads it and tries again.
+    """
+    return _check(args, schema, "")
+
+
+def _check(value: Any, schema: dict, path: str) -> list[str]:
+    where = f"{path}: " if path else ""
+    kinds = schema.get("type")
+    kinds = [kinds] if isinstance(kinds, str) else kinds
+    if kinds and not any(_is_type(value, k) for k in kinds):
+        expected = " or ".join(_EXPECTED.get(k, k) for k in kinds)
+        label = where or "arguments: "
+        return [f"{label}expected {expected}, got {_show(value)} ({type(value).__name__})"]
+    if "enum" in schema and not any(_same(value, option) for option in schema["enum"]):
+        options = ", ".join(_show(option) for option in schema["enum"])
+        return [f"{where}expected one of {options}, got {_show(value)}"]
+    if isinstance(value, list) and "items" in schema:
+        return [m for i, item in enumerate(value) for m in _check(item, schema["items"], f"{path}[{i}]")]
+    if isinstance(value, dict):
+        return _check_object(value, schema, path)
+    return []
+
+
+def _check_object(value: dict, schema: dict, path: str) -> list[str]:
+    where = f"{path}: " if path else ""
+    properties = schema.get("properties", {})
+    errors = [f"{where}missing required field {name!r}" for name in schema.get("required", []) if name not in value]
+    for key, item in value.items():
+        if key in properties:
+            errors += _check(item, properties[key], f"{path}.{key}" if path else key)
+        elif schema.get("additionalProperties") is False:
+            known = ", ".join(properties) or "none; this tool takes no arguments"
+            errors.append(f"{where}unexpected field {key!r} (known fields: {known})")
+    return errors
+
+
+# --- keeping outputs small ------------------------------------------------------------
+
+
+def omission_marker(omitted: int) -> str:
+    return f"\n[... {omitted:,} characters omitted ...]\n"
+
+
+def truncate_text(text: str, max_chars: int, *, head_ratio: float = 0.7) -> str:
+    """`text` cut to at most `max_chars` characters by removing the middle.
+
+    The head usually says what the output is and the tail how it ended (a total,
+    an error), so both are kept; the marker tells the model (and you) how much
+    is missing, so it can ask for a narrower result instead of guessing.
+    """
+    if isinstance(max_chars, bool) or not isinstance(max_chars, int) or max_chars < 0:
+        raise ValueError(f"max_chars must be a non-negative int, got {max_chars!r}")
+    if not 0.0 <= head_ratio <= 1.0:
+        raise ValueError(f"head_ratio must be between 0 and 1, got {head_ratio!r}")
+    if len(text) <= max_chars:
+        return text
+    # The marker for the whole text is at least as long as the real one, so this fits.
+    keep = max_chars - len(omission_marker(len(text)))
+    if keep < 0:
+        raise ValueError(
+            f"max_chars={max_chars} cannot hold the omission marker ({len(omission_marker(len(text)))} "
+            "characters); use a larger max_chars"
+        )
+    head = int(keep * head_ratio)
+    tail = keep - head
+    return text[:head] + omission_marker(len(text) - head - tail) + text[len(text) - tail :]
+
+
+# --- running tools --------------------------------------------------------------------
+
+
+def format_output(value: Any) -> str:
+    """A tool's return value as the text of a tool_result."""
+    if value is None or (isinstance(value, str) and not value):
+        return "(no output)"
+    if isinstance(value, str):
+        return value
+    if isinstance(value, (dict, list)):
+        return json.dumps(value, ensure_ascii=False, separators=(",", ":"), default=str)
+    return str(value)
+
+
+def _describe(exc: BaseException) -> str:
+    return f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
+
+
+def call_with_timeout(fn: Callable[..., Any], kwargs: dict, timeout: float) -> tuple[bool, Any]:
+    """(True, value) or (False, exception) from fn(**kwargs); raises TimeoutError after `timeout` s.
+
+    The call runs in a daemon thread. Python cannot kill a thread, so a tool that
+    hangs is abandoned, not stopped: it keeps running in the background, and
+    because it is a daemon it does not keep the interpreter from exiting.
+    """
+    outcome: list[tuple[bool, Any]] = []
+    done = threading.Event()
+
+    def target() -> None:
+        try:
+            outcome.append((True, fn(**kwargs)))
+        # The tool boundary: whatever the tool raises (even SystemExit) becomes a result.
+        except BaseException as exc:  # noqa: BLE001
+            outcome.append((False, exc))
+        finally:
+            done.set()
+
+    threading.Thread(target=target, daemon=True, name=f"tool-{getattr(fn, '__name__', 'call')}").start()
+    if not done.wait(timeout):
+        raise TimeoutError(f"did not finish within {timeout:g} s")
+    return outcome[0]
+
+
+class ToolRegistry:
+    """The tools an agent offers, by name, and the one place tool_use blocks are run."""
+
+    def __init__(self, tools: Iterable[Tool | Callable[..., Any]] = (), *,
+                 max_output_chars: int | None = DEFAULT_MAX_OUTPUT_CHARS) -> None:
+        self._tools: dict[str, Tool] = {}
+        self.max_output_chars = max_output_chars
+        for item in tools:
+            self.register(item)
+
+    def register(self, tool_or_fn: Tool | Callable[..., Any]) -> Tool:
+        """Add a Tool (or a function, made into one with @tool); returns the Tool.
+
+        Returning it lets `register` serve as a decorator too.
+        """
+        new = tool_or_fn if isinstance(tool_or_fn, Tool) else tool(tool_or_fn)
+        if new.name in self._tools:
+            raise ValueError(f"a tool named {new.name!r} is already registered; the API requires unique names")
+        self._tools[new.name] = new
+        return new
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._tools
+
+    def __len__(self) -> int:
+        return len(self._tools)
+
+    def __iter__(self) -> Iterator[Tool]:
+        return iter(self._tools.values())
+
+    def __repr__(self) -> str:
+        return f"ToolRegistry({', '.join(self._tools)})"
+
+    @property
+    def names(self) -> list[str]:
+        return list(self._tools)
+
+    def get(self, name: str) -> Tool | None:
+        return self._tools.get(name)
+
+    def schemas(self) -> list[dict]:
+        """The `tools` list of a request, in registration order."""
+        return [t.schema() for t in self._tools.values()]
+
+    def run(self, tool_use: dict) -> dict:
+        """The tool_result block answering one tool_use block. Never raises for a tool's sake.
+
+        The only error raised is for a block without an id: no tool_result can answer it.
+        """
+        return self._run_timed(tool_use)[0]
+
+    def run_all(self, tool_uses: list[dict], parallel: bool = True,
+                on_result: Callable[[dict, dict, float], Any] | None = None) -> list[dict]:
+        """The tool_result blocks for several tool_use blocks, in the order of the calls.
+
+        With `parallel`, each call runs in its own thread, so the wait is the slowest
+        tool rather than the sum of all of them. `on_result(tool_use, tool_result,
+        seconds)` is called on this thread as each call finishes (in finishing order).
+        """
+        for block in tool_uses:
+            self._check_block(block)
+        results: list[dict | None] = [None] * len(tool_uses)
+        if not parallel or len(tool_uses) < 2:
+            for i, block in enumerate(tool_uses):
+                results[i], seconds = self._run_timed(block)
+                if on_result:
+                    on_result(block, results[i], seconds)
+            return results  # type: ignore[return-value]
+        with ThreadPoolExecutor(max_workers=len(tool_uses), thread_name_prefix="tools") as pool:
+            futures = {pool.submit(self._run_timed, block): i for i, block in enumerate(tool_uses)}
+            for future in as_completed(futures):
+                i = futures[future]
+                results[i], seconds = future.result()
+                if on_result:
+                    on_result(tool_uses[i], results[i], seconds)
+        return results  # type: ignore[return-value]
+
+    def _check_block(self, block: Any) -> None:
+        if not isinstance(block, dict) or not isinstance(block.get("id"), str):
+            raise ValueError(f"expected a tool_use block with an 'id', got {_show(block)}")
+
+    def _run_timed(self, tool_use: dict) -> tuple[dict, float]:
+        self._check_block(tool_use)
+        start = time.perf_counter()
+        is_error, text = self._execute(tool_use.get("name"), tool_use.get("input", {}))
+        if self.max_output_chars is not None:
+            text = truncate_text(text, self.max_output_chars)
+        return tool_result(tool_use["id"], text, is_error=is_error), time.perf_counter() - start
+
+    def _execute(self, name: Any, args: Any) -> tuple[bool, str]:
+        """(is_error, text) for one call; every failure is phrased as advice to the model."""
+        chosen = self._tools.get(name) if isinstance(name, str) else None
+        if chosen is None:
+            known = ", ".join(self._tools) or "(none)"
+            return True, f"Error: unknown tool {name!r}. Available tools: {known}. Call one of these instead."
+        problems = validate_arguments(chosen.input_schema, args)
+        if problems:
+            listed = "\n".join(f"- {p}" for p in problems)
+            return True, f"Error: invalid arguments for {name}:\n{listed}\nFix the arguments and call {name} again."
+        try:
+            ok, value = call_with_timeout(chosen.fn, args, chosen.timeout)
+        except TimeoutError as exc:
+            return True, f"Error: {name} {exc} and was abandoned. Try again later or answer without it."
+        if not ok:
+            return True, (f"Error: {name} raised {_describe(value)}. "
+                          "If the arguments caused this, correct them and retry; otherwise tell the user.")
+        return False, format_output(value)

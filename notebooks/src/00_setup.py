@@ -1,0 +1,111 @@
+# %% [markdown]
+# # 00 · Setup — offline by default, live by one variable
+#
+# Every notebook in this series runs without an API key, against a strict mock of the
+# Anthropic Messages API that ships with the `miniagent` package. Set one environment
+# variable and the same cells talk to the real model.
+#
+# **You will be able to**
+# - tell at a glance whether a notebook talks to the mock or to a real model;
+# - switch between the two;
+# - make a first call and read what came back.
+#
+# **You need** nothing: no key, no network. Start JupyterLab with `make lab`.
+
+# %%
+import json
+
+import miniagent
+
+llm = miniagent.connect()
+
+# %% [markdown]
+# That line is the first thing every notebook prints. `connect()` read the environment
+# and picked a mode:
+#
+# | you set | you get |
+# |---|---|
+# | nothing | **offline**: the bundled mock API, deterministic |
+# | `ANTHROPIC_API_KEY` | **live**: the real Messages API |
+# | `ANTHROPIC_BASE_URL` as well | live, at that address (the official SDK reads the same variable) |
+# | `MINIAGENT_MODEL` | the model name (the default is below) |
+# | `MINIAGENT_OFFLINE=1` | offline, even with a key (`make test` sets it) |
+#
+# The kernel reads the environment when it starts: export a key *before* `make lab`,
+# or restart the kernel after changing it.
+
+# %%
+print(llm)
+print("default model:", miniagent.DEFAULT_MODEL)
+
+# %% [markdown]
+# Offline, the base URL ends in `.invalid`, a top-level domain reserved so that it can
+# never resolve: nothing leaves your machine. The requests go to the mock through an
+# in-process transport instead of a socket.
+#
+# ## A first call
+#
+# A call sends a list of messages and gets one message back. Here is the smallest one.
+
+# %%
+response = llm.create([{"role": "user", "content": "Hello! Who are you?"}])
+print(json.dumps(response, indent=2, ensure_ascii=False))
+
+# %% [markdown]
+# The answer is a plain dict, exactly the JSON the API sent. Its text is in
+# `content`, a list of blocks; `stop_reason` says why the model stopped; `usage`
+# says what the call cost in tokens. Offline, the model says so in its answer.
+
+# %%
+print(miniagent.text_of(response))
+print(llm.usage)
+
+# %% [markdown]
+# ## What the mock received
+#
+# The mock records every request, with the key redacted, so you can always see what
+# was sent. (Live, `llm.mock` is `None`; the client keeps its own record, shown in
+# notebook 01.)
+
+# %%
+if llm.mock:
+    record = llm.mock.records[-1]
+    print(record["method"], record["path"], "->", record["status"])
+    print(json.dumps(record["headers"], indent=2))
+
+# %% [markdown]
+# ## The mock as a real server
+#
+# The same mock runs as an HTTP server: `python -m miniagent.mock --port 8765` in a
+# terminal. Point `ANTHROPIC_BASE_URL` at it with any key and you run the **live**
+# code path, real sockets and all, while the mock answers. The official `anthropic`
+# SDK works against it too. Here it is in a background thread:
+
+# %%
+from miniagent.mock import serve_in_thread
+
+server, url = serve_in_thread()
+over_http = miniagent.Client(api_key="any-key", base_url=url)
+print(over_http.mode, "->", miniagent.text_of(over_http.create([{"role": "user", "content": "Hello over HTTP"}])))
+server.shutdown()
+
+# %% [markdown]
+# ## Going live
+#
+# ```bash
+# export ANTHROPIC_API_KEY=sk-ant-...      # from console.anthropic.com
+# make lab
+# ```
+#
+# The first cell of each notebook will then print `live · model …`. Live answers
+# differ from the saved outputs, which were made offline; that is expected.
+# Your key never appears in any output: requests are recorded with it redacted, and
+# errors never quote it.
+#
+# ## Summary
+# - `miniagent.connect()` picks offline or live from the environment and prints which.
+# - A call is a list of messages in, one message (a dict) out.
+# - The mock is strict and records everything it receives.
+#
+# **Next: [01 · One LLM call](01_llm_call.ipynb)** — the same call built by hand with
+# httpx, so nothing is hidden.

@@ -1,0 +1,281 @@
+# %% [markdown]
+# # 01 · One LLM call — an HTTP POST and a list of messages
+#
+# Frameworks make a model call look like a function call. Underneath it is one HTTP
+# request with a JSON body, and every agent bug you will meet later shows up first as
+# something wrong in that JSON. So we write it by hand.
+#
+# **You will be able to**
+# - build and send a Messages API request with nothing but httpx, and read the response;
+# - explain why the model remembers nothing, and make it "remember" with the messages list;
+# - tell the errors worth retrying (429, 529, 5xx) from those that are not (400, 401).
+#
+# **You need** notebook 00. Offline is fine.
+
+# %%
+import json
+import os
+import time
+
+import miniagent
+
+llm = miniagent.connect()
+
+
+def show(obj, limit=1200):
+    """Pretty-print JSON, cut with a visible marker if long."""
+    text = json.dumps(obj, indent=2, ensure_ascii=False)
+    print(text if len(text) <= limit else text[:limit] + f"\n... [{len(text) - limit} more characters]")
+
+
+# %% [markdown]
+# ## The request, by hand
+#
+# Three things go over the wire: a URL, three headers and a JSON body. The body needs
+# `model`, `max_tokens` (the most tokens the answer may use) and `messages`.
+
+# %%
+url = llm.base_url + "/v1/messages"
+api_key = os.environ.get("ANTHROPIC_API_KEY") if llm.mode == "live" else "mock-key"
+headers = {
+    "x-api-key": api_key,
+    "anthropic-version": "2023-06-01",
+    "content-type": "application/json",
+}
+body = {
+    "model": llm.model,
+    "max_tokens": 300,
+    "messages": [{"role": "user", "content": "In one sentence: what is an LLM agent?"}],
+}
+print("POST", url)
+show(body)
+
+# %% [markdown]
+# `llm.http` is a plain `httpx.Client`. Offline it is wired to the mock; live, to the
+# internet. Either way this is the whole call:
+
+# %%
+http = llm.http
+reply = http.post(url, headers=headers, json=body)
+print(reply.status_code, reply.headers["content-type"], "request-id:", reply.headers["request-id"])
+show(reply.json())
+
+# %% [markdown]
+# Read the response top to bottom:
+# - `content` is a list of blocks; here one `text` block. Later we will see `tool_use` blocks.
+# - `stop_reason` is why generation ended: `end_turn` means the model finished.
+# - `usage` counts tokens in and out: that is what you pay for.
+# - the `request-id` header identifies the call if you ever need to report a problem.
+
+# %%
+data = reply.json()
+answer = "".join(block["text"] for block in data["content"] if block["type"] == "text")
+print(answer)
+print(data["stop_reason"], data["usage"]["input_tokens"], "tokens in,", data["usage"]["output_tokens"], "out")
+
+# %% [markdown]
+# ## The model remembers nothing
+#
+# Each request stands alone. Tell the model your name in one call, ask for it in the
+# next, and it cannot know.
+
+# %%
+def ask(messages):
+    """POST a messages list; return the reply's text."""
+    r = http.post(url, headers=headers, json={"model": llm.model, "max_tokens": 300, "messages": messages})
+    r.raise_for_status()
+    return "".join(b["text"] for b in r.json()["content"] if b["type"] == "text")
+
+
+print(ask([{"role": "user", "content": "Hi, my name is Ada."}]))
+print(ask([{"role": "user", "content": "What is my name?"}]))
+
+# %% [markdown]
+# The "memory" of a chat is the list you send. Append the model's answer as an
+# `assistant` message and your next question as a `user` message, and send all of it:
+
+# %%
+messages = [{"role": "user", "content": "Hi, my name is Ada."}]
+messages.append({"role": "assistant", "content": ask(messages)})
+messages.append({"role": "user", "content": "What is my name?"})
+print(ask(messages))
+show(messages)
+
+# %% [markdown]
+# Everything later in this series (context windows, summaries, long-term memory)
+# is a decision about what goes into this list. Note the cost: every call resends the
+# whole list, so each turn costs more than the last.
+
+# %%
+history, sizes = [], []
+for question in ["Hi, my name is Ada.", "I like tea.", "What is my name?", "What do I like?"]:
+    history.append({"role": "user", "content": question})
+    r = http.post(url, headers=headers, json={"model": llm.model, "max_tokens": 300, "messages": history}).json()
+    history.append({"role": "assistant", "content": r["content"]})
+    sizes.append(r["usage"]["input_tokens"])
+print("input tokens per call:", sizes)
+
+# %% [markdown]
+# ## When the call fails
+#
+# The API answers a bad call with a status code and a JSON error. To show each one we
+# inject faults, which only the mock can do, so this section always uses a mock of its
+# own, even when you are live.
+
+# %%
+mock_llm = miniagent.connect(offline=True)
+mock_url, mock_http = mock_llm.base_url + "/v1/messages", mock_llm.http
+mock_headers = {"x-api-key": "mock-key", "anthropic-version": "2023-06-01", "content-type": "application/json"}
+good = {"model": mock_llm.model, "max_tokens": 100, "messages": [{"role": "user", "content": "Hi"}]}
+
+# %% [markdown]
+# **401: no key.** The server does not even read the body.
+
+# %%
+no_key = {k: v for k, v in mock_headers.items() if k != "x-api-key"}
+r = mock_http.post(mock_url, headers=no_key, json=good)
+print(r.status_code)
+show(r.json())
+
+# %% [markdown]
+# **400: a bad request.** Forget `max_tokens` and the API names the field. Sending the
+# same request again would get the same answer, so a 400 is never retried: fix the
+# request instead.
+
+# %%
+bad = {k: v for k, v in good.items() if k != "max_tokens"}
+r = mock_http.post(mock_url, headers=mock_headers, json=bad)
+print(r.status_code, "x-should-retry:", r.headers.get("x-should-retry"))
+show(r.json())
+
+# %% [markdown]
+# **429 and 529: try again later.** A 429 means you are over your rate limit and comes
+# with a `retry-after` header saying how long to wait. A 529 means the API is
+# overloaded. Both are worth retrying; so are 500s and dropped connections.
+
+# %%
+mock_llm.mock.fault(429)
+r = mock_http.post(mock_url, headers=mock_headers, json=good)
+print(r.status_code, "retry-after:", r.headers["retry-after"])
+show(r.json())
+mock_llm.mock.fault(529)
+r = mock_http.post(mock_url, headers=mock_headers, json=good)
+print(r.status_code, r.json()["error"])
+
+# %% [markdown]
+# A retry loop, inline: retry only what can succeed later, wait what `retry-after`
+# asks, otherwise back off exponentially (0.5 s, 1 s, 2 s …) with some jitter so that
+# many clients do not retry in step.
+
+# %%
+import random
+
+RETRYABLE = {408, 409, 429, 500, 502, 503, 504, 529}
+
+
+def post_with_retries(payload, attempts=3, sleep=time.sleep):
+    for attempt in range(1, attempts + 1):
+        r = mock_http.post(mock_url, headers=mock_headers, json=payload)
+        if r.status_code not in RETRYABLE or attempt == attempts:
+            return r, attempt
+        wait = float(r.headers.get("retry-after", 0)) or 0.5 * 2 ** (attempt - 1) * random.uniform(0.75, 1)
+        print(f"attempt {attempt}: {r.status_code} {r.json()['error']['type']}, retrying")
+        sleep(wait)
+
+
+mock_llm.mock.fault(429, times=2)
+r, attempts = post_with_retries(good)
+print(f"attempt {attempts}: {r.status_code}")
+
+# %% [markdown]
+# ## Now from the package
+#
+# `miniagent/client.py` is the same call with the care a real program needs: one
+# exception class per status carrying the API's message, request id and a hint;
+# retries with backoff that honour `retry-after`; usage totals; and a record of
+# every attempt with the key redacted. Read it next to this notebook.
+
+# %%
+import inspect
+
+import miniagent.client
+
+print(f"miniagent/client.py: {len(inspect.getsource(miniagent.client).splitlines())} lines")
+response = llm.create(body["messages"], max_tokens=300)
+print(miniagent.text_of(response))
+
+# %% [markdown]
+# Does the package send what we sent by hand? The client records each attempt; compare
+# its request with ours, header by header and byte by byte.
+
+# %%
+import httpx
+
+sent = llm.last.request
+print("same URL:", sent["url"] == url)
+print("same header names:", sorted(sent["headers"]) == sorted(headers))
+print("key redacted in the record:", sent["headers"]["x-api-key"])
+by_hand = httpx.Request("POST", url, json=body).content
+by_client = httpx.Request("POST", sent["url"], json=sent["body"]).content
+print("same body bytes:", by_hand == by_client, f"({len(by_client)} bytes)")
+
+# %% [markdown]
+# Errors are typed. A 400 raises `BadRequestError` at once; two 529s in a row are
+# retried and the call succeeds on the third attempt.
+
+# %%
+try:
+    mock_llm.create([])
+except miniagent.BadRequestError as err:
+    print(type(err).__name__, "->", err)
+
+# %%
+mock_llm.mock.fault(529, times=2)
+response = mock_llm.create([{"role": "user", "content": "Hi"}])
+for attempt in list(mock_llm.exchanges)[-3:]:
+    print(attempt.attempt, attempt.status, attempt.error or "ok")
+print(miniagent.text_of(response))
+
+# %% [markdown]
+# And a 429 whose `retry-after` says to wait is waited for exactly that long. The
+# client takes its `sleep` function as a parameter, so we can record the waits
+# instead of sleeping:
+
+# %%
+waits = []
+patient = miniagent.Client(api_key="mock-key", base_url=mock_llm.base_url, transport=mock_llm.mock.transport(),
+                           sleep=waits.append)
+mock_llm.mock.fault(429, times=2, retry_after=0.25)
+patient.create([{"role": "user", "content": "Hi"}])
+print("waited:", waits, "then", patient.last.status)
+
+# %% [markdown]
+# ## Summary
+# - A model call is an HTTP POST: URL, three headers, a JSON body with `model`,
+#   `max_tokens` and `messages`. The answer's `content` is a list of blocks.
+# - The model is stateless: the messages list is its only memory, resent in full each time.
+# - Retry 429, 529, 5xx and dropped connections (honour `retry-after`); never retry 400 or 401.
+#
+# ## Exercises
+# 1. Add a `system` prompt ("Answer in French.") to `body`, send it by hand, and find it
+#    in the request the mock recorded (`llm.mock.records[-1]["body"]`, offline).
+# 2. Write `last_request_id(client)` that returns the `request-id` of the client's last
+#    attempt... then notice the client already keeps it on errors: `err.request_id`.
+#    Trigger a 429 with `mock_llm.mock.fault(429, times=3)` and print it.
+# 3. Change `post_with_retries` so that it gives up at once when `retry-after` is longer
+#    than 30 seconds. The check below tells you when it does.
+
+# %%
+def exercise_3_check(fn):
+    """Passes when fn returns after one attempt for a 429 asking to wait an hour."""
+    mock_llm.mock.fault(429, retry_after=3600)
+    slept = []
+    r, attempts = fn(good, sleep=slept.append)
+    mock_llm.mock.reset()
+    print("exercise 3:", "done!" if attempts == 1 and not slept else f"not yet (waited {slept[:1]} s before giving up)")
+
+
+exercise_3_check(post_with_retries)
+
+# %% [markdown]
+# **Next: [02 · Tools](02_tools.ipynb)** — give the model something to do besides talk.
