@@ -1,0 +1,76 @@
+"""`python -m miniagent.mock --port N`: the mock API as a real HTTP server.
+
+Point any client at it, e.g. `Anthropic(base_url="http://127.0.0.1:N", api_key="anything")`
+or curl. The first line printed is `miniagent mock API listening on http://HOST:PORT`
+(scripts read the port from it when started with `--port 0`); after that, one line
+per request goes to stderr.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+from miniagent.mock.api import MockAPI
+from miniagent.mock.server import MockHTTPServer
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="python -m miniagent.mock",
+                                     description="A strict, deterministic offline mock of the Anthropic Messages API.")
+    parser.add_argument("--port", type=int, default=0, help="port to listen on (0: pick a free one; default 0)")
+    parser.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1)")
+    parser.add_argument("--api-key", action="append", dest="api_keys", metavar="KEY",
+                        help="accept only this key (repeatable); default: any non-empty key")
+    parser.add_argument("--script", metavar="FILE.json",
+                        help='responses to queue: a JSON list, or {"responses": [...], "repeat": true}')
+    parser.add_argument("--fail", type=int, default=0, metavar="N", help="fail the first N /v1/messages calls")
+    parser.add_argument("--fail-status", type=int, default=529, metavar="STATUS",
+                        help="status for --fail (default 529 overloaded)")
+    parser.add_argument("--strict-alternation", action="store_true",
+                        help="reject consecutive same-role messages instead of merging them (the older API rule)")
+    return parser
+
+
+def build_mock(args: argparse.Namespace, parser: argparse.ArgumentParser) -> MockAPI:
+    """The MockAPI the options describe; bad options end the program with a clear message."""
+    try:
+        mock = MockAPI(api_keys=set(args.api_keys) if args.api_keys else None,
+                       strict_alternation=args.strict_alternation)
+        if args.script:
+            with open(args.script, encoding="utf-8") as f:
+                payload = json.load(f)
+            if isinstance(payload, dict) and "responses" in payload:
+                mock.script(*payload["responses"], repeat=bool(payload.get("repeat", False)))
+            elif isinstance(payload, list):
+                mock.script(*payload)
+            else:
+                raise ValueError('the script file must hold a JSON list of responses or {"responses": [...]}')
+        if args.fail:
+            mock.fault(args.fail_status, times=args.fail)
+    except (OSError, ValueError) as exc:  # json.JSONDecodeError is a ValueError
+        parser.error(str(exc))
+    return mock
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    mock = build_mock(args, parser)
+    try:
+        server = MockHTTPServer((args.host, args.port), mock, log=sys.stderr)
+    except OSError as exc:
+        parser.error(f"cannot listen on {args.host}:{args.port}: {exc.strerror or exc}; try another --port")
+    print(f"miniagent mock API listening on {server.base_url}", flush=True)
+    try:
+        server.serve_forever()
+    except KeyboardInterrupt:
+        pass
+    finally:
+        server.server_close()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,535 @@
+"""The mock Messages API: one object that answers HTTP requests as the real API would.
+
+`MockAPI.handle()` takes a request (method, path, headers, body bytes) and returns a
+`MockReply`. Everything else is a way in: `transport()` plugs it into httpx
+in-process, `server.py` puts it behind a real socket. Keeping the logic in one
+transport-free function means the notebooks, the tests and curl all meet exactly
+the same behaviour.
+
+A request goes through the same gates as on the real API, in this order:
+route -> authentication -> `anthropic-version` header -> JSON -> (injected fault)
+-> validation -> (scripted response) -> the brain. The two mock-only steps are
+there for lessons: a *fault* makes the next calls fail (429, 529, 500, slow,
+dropped) so retries can be shown; a *script* queues exact answers for lessons that
+need a particular model behaviour. Scripted answers are given only to valid
+requests, so a broken conversation still fails as it would live.
+
+Everything is deterministic: ids come from counters (`msg_mock_0001`,
+`toolu_mock_0001`, `req_mock_0001`) and usage from `miniagent.tokens`, so the
+same sequence of requests yields the same bytes.
+
+Control endpoints (no authentication; they exist only on the mock):
+`POST /_mock/script`, `POST /_mock/fault`, `GET /_mock/requests`, `POST /_mock/reset`.
+They are not recorded and do not use up request ids.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import copy
+import json
+import threading
+import time
+from collections import deque
+from dataclasses import dataclass
+from typing import Any, Awaitable, Callable, Mapping
+
+import httpx
+
+from miniagent.mock import brain as _brain
+from miniagent.mock.validate import SUPPORTED_VERSIONS, ApiError, validate_request
+from miniagent.tokens import estimate_content, estimate_request
+
+MESSAGES_PATH = "/v1/messages"
+COUNT_TOKENS_PATH = "/v1/messages/count_tokens"
+MAX_BODY_BYTES = 32 * 1024 * 1024  # the real limit for Messages and token counting
+DEFAULT_RETRY_AFTER = 0.05  # seconds: small, so notebooks that show retries stay fast
+NO_RETRY_STATUSES = (400, 401, 403, 404, 413)
+REDACTED = "<redacted>"
+_AUTH_HEADERS = ("x-api-key", "authorization")
+
+ERROR_TYPES = {
+    400: "invalid_request_error", 401: "authentication_error", 402: "billing_error",
+    403: "permission_error", 404: "not_found_error", 413: "request_too_large",
+    429: "rate_limit_error", 500: "api_error", 504: "timeout_error", 529: "overloaded_error",
+}
+_FAULT_MESSAGES = {
+    429: "Rate limited: too many requests (fault injected by the offline mock). Retry after the retry-after delay.",
+    500: "Internal server error",
+    529: "Overloaded",
+}
+
+
+@dataclass
+class MockReply:
+    """What the server sends back. `delay` seconds pass before it is sent; `drop`
+    means the connection closes with no response at all."""
+
+    status: int
+    headers: dict[str, str]
+    body: bytes
+    delay: float = 0.0
+    drop: bool = False
+
+
+@dataclass(frozen=True)
+class _Fault:
+    status: int | None
+    retry_after: float
+    delay: float
+    drop: bool
+    message: str | None
+
+
+@dataclass
+class _Scripted:
+    item: dict | Callable[[dict], dict]
+    repeat: bool = False
+
+
+class MockAPI:
+    """The state of one mock API: keys, script queue, faults, counters, records.
+
+    `api_keys`: the keys accepted (None: any non-empty key). `strict_alternation`:
+    reject consecutive same-role messages instead of merging them (the older rule).
+    `brain`: `(body) -> partial message`, the default answerer when nothing is scripted.
+    """
+
+    def __init__(self, *, api_keys: set[str] | None = None, strict_alternation: bool = False,
+                 brain: Callable[[dict], dict] | None = None) -> None:
+        if api_keys is not None and not all(isinstance(k, str) and k for k in api_keys):
+            raise ValueError("api_keys must be a set of non-empty strings, or None to accept any key")
+        self.api_keys = set(api_keys) if api_keys is not None else None
+        self.strict_alternation = strict_alternation
+        self._brain = brain
+        self._lock = threading.RLock()  # re-entrant: a scripted callable may read mock.records
+        self.reset()
+
+    # --- state --------------------------------------------------------------------
+
+    def reset(self) -> None:
+        """Forget records, scripted responses, pending faults, and restart the id counters."""
+        with self._lock:
+            self._records: list[dict] = []
+            self._script: deque[_Scripted] = deque()
+            self._faults: deque[_Fault] = deque()
+            self._counters = {"req": 0, "msg": 0, "toolu": 0}
+
+    @property
+    def records(self) -> list[dict]:
+        """Every API request received (control endpoints excluded), oldest first.
+
+        Each is {"n", "method", "path", "headers", "body", "status", "response"}, with
+        the auth headers replaced by "<redacted>"; `status`/`response` are None for a
+        dropped connection.
+        """
+        with self._lock:
+            return copy.deepcopy(self._records)
+
+    @property
+    def requests(self) -> list[dict]:
+        """The records of `POST /v1/messages` calls only."""
+        return [r for r in self.records if r["path"] == MESSAGES_PATH]
+
+    @property
+    def last_request(self) -> dict | None:
+        """The record of the latest `POST /v1/messages` call, or None."""
+        found = self.requests
+        return found[-1] if found else None
+
+    def script(self, *responses: dict | Callable[[dict], dict], repeat: bool = False) -> None:
+        """Queue exact answers for the next `POST /v1/messages` calls that pass validation.
+
+        Each response is one of:
+        - a partial message `{"content": [...] or "text", "stop_reason": ..., "stop_sequence": ...}`
+          (stop_reason defaults to "tool_use" if there is a tool_use block, else "end_turn";
+          tool_use blocks without an "id" get one);
+        - an error `{"status": 429, "error": {"type": ..., "message": ...}}` (type and
+          message default from the status; add "retry_after": seconds for a 429);
+        - a callable `(body) -> one of the above`, called with the request body.
+        With `repeat=True` (one response only) the response is used for every later
+        call until `reset()`: e.g. a model that never stops calling tools.
+        """
+        if repeat and len(responses) != 1:
+            raise ValueError("script(..., repeat=True) takes exactly one response (it repeats forever)")
+        for item in responses:
+            if not callable(item):
+                _check_scripted(item)
+        with self._lock:
+            if self._script and self._script[-1].repeat:
+                raise ValueError("the script already ends with a repeating response, so anything queued "
+                                 "after it would never be used; call reset() first")
+            self._script.extend(_Scripted(item, repeat) for item in responses)
+
+    def fault(self, status: int | None = None, *, times: int = 1, retry_after: float = DEFAULT_RETRY_AFTER,
+              delay: float = 0.0, drop: bool = False, message: str | None = None) -> None:
+        """Make the next `times` `POST /v1/messages` calls fail.
+
+        `status` 429 answers `rate_limit_error` with `retry-after` (seconds) and
+        `retry-after-ms` headers; 529 `overloaded_error`; 500 `api_error`; any other
+        4xx/5xx the matching type. `delay` seconds pass before the answer (alone: a
+        slow success). `drop=True` closes the connection without any response.
+        """
+        if status is not None and (isinstance(status, bool) or not isinstance(status, int)
+                                   or not 400 <= status <= 599):
+            raise ValueError(f"fault status must be an HTTP error status from 400 to 599, got {status!r}")
+        if status is None and not delay and not drop:
+            raise ValueError("fault() needs a status (e.g. 429), a delay (e.g. delay=0.3) or drop=True")
+        if isinstance(times, bool) or not isinstance(times, int) or times < 1:
+            raise ValueError(f"times must be a positive integer, got {times!r}")
+        for name, value in (("retry_after", retry_after), ("delay", delay)):
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or value < 0:
+                raise ValueError(f"{name} must be a number of seconds >= 0, got {value!r}")
+        with self._lock:
+            self._faults.extend([_Fault(status, float(retry_after), float(delay), bool(drop), message)] * times)
+
+    # --- the one entry point ----------------------------------------------------------
+
+    def handle(self, method: str, path: str, headers: Mapping[str, str], body: bytes) -> MockReply:
+        """Answer one HTTP request. Never raises for bad input: bad input gets an error reply."""
+        path = path.split("?", 1)[0]
+        method = method.upper()
+        if path.startswith("/_mock/"):
+            return self._control(method, path, body)
+        lower = {k.lower(): v for k, v in headers.items()}
+        with self._lock:
+            self._counters["req"] += 1
+            n = self._counters["req"]
+            record: dict[str, Any] = {
+                "n": n, "method": method, "path": path,
+                "headers": {k: (REDACTED if k in _AUTH_HEADERS else v) for k, v in lower.items()},
+                "body": _parse_or_none(body), "status": None, "response": None,
+            }
+            reply = self._answer(method, path, lower, body, f"req_mock_{n:04d}")
+            if not reply.drop:
+                record["status"] = reply.status
+                record["response"] = _parse_or_none(reply.body)
+            self._records.append(record)
+        return reply
+
+    def _answer(self, method: str, path: str, headers: dict[str, str], raw: bytes, rid: str) -> MockReply:
+        if (method, path) not in (("POST", MESSAGES_PATH), ("POST", COUNT_TOKENS_PATH)):
+            return _error(ApiError(404, "not_found_error", "Not Found"), rid)
+        problem = _check_auth(headers, self.api_keys) or _check_version(headers)
+        if problem:
+            return _error(problem, rid)
+        if len(raw) > MAX_BODY_BYTES:
+            return _error(ApiError(413, "request_too_large",
+                                   f"Request exceeds the maximum size of {MAX_BODY_BYTES} bytes"), rid)
+        try:
+            body = json.loads(raw)
+        except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+            return _error(_invalid(f"The request body is not valid JSON ({exc}); send a JSON object "
+                                   "with content-type: application/json"), rid)
+        try:
+            fault = self._take_fault(headers.get("x-mock-fault"), path)
+        except ValueError as exc:
+            return _error(_invalid(str(exc)), rid)
+        if fault and (fault.drop or fault.status):
+            return _fault_reply(fault, rid)
+        reply = self._valid_answer(path, headers, body, rid)
+        if fault:
+            reply.delay = fault.delay
+        return reply
+
+    def _valid_answer(self, path: str, headers: dict[str, str], body: Any, rid: str) -> MockReply:
+        counting = path == COUNT_TOKENS_PATH
+        problem = validate_request(body, version=headers["anthropic-version"], count_tokens=counting,
+                                   strict_alternation=self.strict_alternation)
+        if problem:
+            return _error(problem, rid)
+        if counting:
+            return _json_reply(200, {"input_tokens": estimate_request(body)}, rid)
+        if body.get("stream"):
+            return _error(_invalid("stream: streaming is not supported by this mock yet; "
+                                   "send the request without \"stream\": true"), rid)
+        try:
+            partial = self._next_partial(body)
+        except Exception as exc:  # a bug in the brain or a scripted callable: report it as a 500
+            return _error(ApiError(500, "api_error", f"the mock failed to answer: {type(exc).__name__}: "
+                                   f"{exc} (a bug in the mock's brain or in a scripted callable)"), rid)
+        if "status" in partial:
+            return _scripted_error(partial, rid)
+        return _json_reply(200, self._message(body, partial), rid)
+
+    def _take_fault(self, header: str | None, path: str) -> _Fault | None:
+        """The fault for this request: the `x-mock-fault` header first, else the queue
+        (queued faults apply to `POST /v1/messages` only)."""
+        if header is not None:
+            return parse_fault_header(header)
+        if path == MESSAGES_PATH and self._faults:
+            return self._faults.popleft()
+        return None
+
+    def _next_partial(self, body: dict) -> dict:
+        if self._script:
+            entry = self._script[0] if self._script[0].repeat else self._script.popleft()
+            item = entry.item(copy.deepcopy(body)) if callable(entry.item) else entry.item
+            if callable(entry.item):
+                _check_scripted(item)
+            return copy.deepcopy(item)
+        answer = self._brain or _brain.respond
+        return answer(copy.deepcopy(body))
+
+    def _message(self, body: dict, partial: dict) -> dict:
+        """A full Message (wire-format §1.5) from a partial one: ids, model, usage."""
+        content = _content_blocks(partial.get("content", []))
+        for k, block in enumerate(content):
+            if block.get("type") == "tool_use" and "id" not in block:
+                self._counters["toolu"] += 1
+                # id right after type, where the real API puts it: printed wire reads the same
+                content[k] = {"type": "tool_use", "id": f"toolu_mock_{self._counters['toolu']:04d}", **block}
+        self._counters["msg"] += 1
+        uses_tools = any(b.get("type") == "tool_use" for b in content)
+        return {
+            "id": f"msg_mock_{self._counters['msg']:04d}",
+            "type": "message",
+            "role": "assistant",
+            "model": body["model"],
+            "content": content,
+            "stop_reason": partial.get("stop_reason") or ("tool_use" if uses_tools else "end_turn"),
+            "stop_sequence": partial.get("stop_sequence"),
+            "usage": {
+                "input_tokens": estimate_request(body),
+                "output_tokens": estimate_content(content),
+                "cache_creation_input_tokens": 0,
+                "cache_read_input_tokens": 0,
+                "service_tier": "standard",
+            },
+        }
+
+    # --- control endpoints ------------------------------------------------------------
+
+    def _control(self, method: str, path: str, raw: bytes) -> MockReply:
+        """The mock's own endpoints, so any HTTP client can script it and read its records."""
+        rid = "req_mock_control"
+        try:
+            if (method, path) == ("GET", "/_mock/requests"):
+                return _json_reply(200, self.records, rid)
+            if (method, path) == ("POST", "/_mock/reset"):
+                self.reset()
+                return _json_reply(200, {"reset": True}, rid)
+            if (method, path) == ("POST", "/_mock/script"):
+                payload = json.loads(raw or b"null")
+                if isinstance(payload, dict) and "responses" in payload:
+                    self.script(*payload["responses"], repeat=bool(payload.get("repeat", False)))
+                elif isinstance(payload, list):
+                    self.script(*payload)
+                else:
+                    raise ValueError('send a JSON list of responses, or {"responses": [...], "repeat": true}')
+                return _json_reply(200, {"queued": len(self._script)}, rid)
+            if (method, path) == ("POST", "/_mock/fault"):
+                kwargs = json.loads(raw or b"{}")
+                if not isinstance(kwargs, dict):
+                    raise ValueError('send a JSON object of fault() arguments, e.g. {"status": 429, "times": 2}')
+                self.fault(**kwargs)
+                return _json_reply(200, {"pending_faults": len(self._faults)}, rid)
+        except (ValueError, TypeError) as exc:  # json.JSONDecodeError is a ValueError
+            return _error(_invalid(f"{path}: {exc}"), rid)
+        return _error(ApiError(404, "not_found_error", f"Not Found: the mock has no {method} {path}; "
+                               "use POST /_mock/script, POST /_mock/fault, GET /_mock/requests "
+                               "or POST /_mock/reset"), rid)
+
+    # --- ways in ----------------------------------------------------------------------
+
+    def transport(self, *, sleep: Callable[[float], None] = time.sleep) -> httpx.BaseTransport:
+        """An httpx transport that answers in-process: `httpx.Client(transport=mock.transport())`.
+
+        Delays honour the request's read timeout (a delay longer than it sleeps for the
+        timeout and raises `httpx.ReadTimeout`). `sleep` is injectable for tests.
+        """
+        return _Transport(self, sleep)
+
+    def async_transport(self, *, sleep: Callable[[float], Awaitable[None]] = asyncio.sleep
+                        ) -> httpx.AsyncBaseTransport:
+        """The same for `httpx.AsyncClient`."""
+        return _AsyncTransport(self, sleep)
+
+
+# --- httpx transports ---------------------------------------------------------------
+
+
+class _Transport(httpx.BaseTransport):
+    def __init__(self, mock: MockAPI, sleep: Callable[[float], None]) -> None:
+        self.mock, self.sleep = mock, sleep
+
+    def handle_request(self, request: httpx.Request) -> httpx.Response:
+        reply = self.mock.handle(request.method, request.url.path, request.headers, request.read())
+        if reply.delay:
+            limit = _read_timeout(request)
+            if limit is not None and reply.delay > limit:
+                self.sleep(limit)
+                raise _timeout(request, reply.delay, limit)
+            self.sleep(reply.delay)
+        return _to_response(reply, request)
+
+
+class _AsyncTransport(httpx.AsyncBaseTransport):
+    def __init__(self, mock: MockAPI, sleep: Callable[[float], Awaitable[None]]) -> None:
+        self.mock, self.sleep = mock, sleep
+
+    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
+        reply = self.mock.handle(request.method, request.url.path, request.headers, await request.aread())
+        if reply.delay:
+            limit = _read_timeout(request)
+            if limit is not None and reply.delay > limit:
+                await self.sleep(limit)
+                raise _timeout(request, reply.delay, limit)
+            await self.sleep(reply.delay)
+        return _to_response(reply, request)
+
+
+def _read_timeout(request: httpx.Request) -> float | None:
+    return (request.extensions.get("timeout") or {}).get("read")
+
+
+def _timeout(request: httpx.Request, delay: float, limit: float) -> httpx.ReadTimeout:
+    return httpx.ReadTimeout(f"timed out: the mock delayed its answer {delay:g} s, longer than the "
+                             f"read timeout of {limit:g} s", request=request)
+
+
+def _to_response(reply: MockReply, request: httpx.Request) -> httpx.Response:
+    if reply.drop:
+        raise httpx.RemoteProtocolError("Server disconnected without sending a response.", request=request)
+    return httpx.Response(reply.status, headers=reply.headers, content=reply.body, request=request)
+
+
+# --- faults from a header -------------------------------------------------------------
+
+
+def parse_fault_header(value: str) -> _Fault:
+    """`x-mock-fault: 429`, `529`, `500`, `429 retry-after=0.05`, `slow=0.3`, `drop`."""
+    status, retry_after, delay, drop = None, DEFAULT_RETRY_AFTER, 0.0, False
+    for token in value.replace(",", " ").split():
+        key, _, arg = token.partition("=")
+        key = key.lower()
+        try:
+            if token.isdigit() and 400 <= int(token) <= 599:
+                status = int(token)
+            elif key == "drop" and not arg:
+                drop = True
+            elif key in ("retry-after", "retry_after") and float(arg) >= 0:
+                retry_after = float(arg)
+            elif key in ("slow", "delay") and float(arg) >= 0:
+                delay = float(arg)
+            else:
+                raise ValueError
+        except ValueError:
+            raise ValueError(f"x-mock-fault: cannot use {token!r}; write e.g. '429', '529', '500', "
+                             "'429 retry-after=0.05', 'slow=0.3' or 'drop'") from None
+    if status is None and not delay and not drop:
+        raise ValueError("x-mock-fault: give a status (e.g. '429'), 'slow=SECONDS' or 'drop'")
+    return _Fault(status, retry_after, delay, drop, None)
+
+
+# --- building replies -------------------------------------------------------------------
+
+
+def _invalid(message: str) -> ApiError:
+    return ApiError(400, "invalid_request_error", message)
+
+
+def _check_auth(headers: dict[str, str], keys: set[str] | None) -> ApiError | None:
+    """`x-api-key` wins over `Authorization: Bearer` when both are sent. Keys never appear in messages."""
+    key = headers.get("x-api-key")
+    if not key and "authorization" in headers:
+        scheme, _, token = headers["authorization"].strip().partition(" ")
+        if scheme.lower() != "bearer":
+            return ApiError(401, "authentication_error",
+                            "invalid authorization header: expected 'Authorization: Bearer <API key>'")
+        key = token.strip()
+    if not key:
+        return ApiError(401, "authentication_error", "x-api-key header is required")
+    if keys is not None and key not in keys:
+        return ApiError(401, "authentication_error", "invalid x-api-key")
+    return None
+
+
+def _check_version(headers: dict[str, str]) -> ApiError | None:
+    version = headers.get("anthropic-version")
+    if not version:
+        return _invalid("anthropic-version: header is required")
+    if version not in SUPPORTED_VERSIONS:
+        return _invalid(f"anthropic-version: {version!r} is not a supported version; "
+                        f"use {' or '.join(repr(v) for v in SUPPORTED_VERSIONS)}")
+    return None
+
+
+def _dumps(obj: Any) -> bytes:
+    return json.dumps(obj, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+
+
+def _parse_or_none(raw: bytes) -> Any:
+    try:
+        return json.loads(raw) if raw else None
+    except (json.JSONDecodeError, UnicodeDecodeError):
+        return None
+
+
+def _json_reply(status: int, obj: Any, rid: str, extra: dict[str, str] | None = None) -> MockReply:
+    headers = {"content-type": "application/json", "request-id": rid, **(extra or {})}
+    return MockReply(status, headers, _dumps(obj))
+
+
+def _error(error: ApiError, rid: str, extra: dict[str, str] | None = None) -> MockReply:
+    headers = dict(extra or {})
+    if error.status in NO_RETRY_STATUSES:
+        headers["x-should-retry"] = "false"
+    body = {"type": "error", "error": {"type": error.type, "message": error.message}, "request_id": rid}
+    return _json_reply(error.status, body, rid, headers)
+
+
+def _retry_headers(status: int, retry_after: float) -> dict[str, str]:
+    if status != 429:
+        return {}
+    return {"retry-after": f"{retry_after:g}", "retry-after-ms": f"{retry_after * 1000:g}"}
+
+
+def _fault_reply(fault: _Fault, rid: str) -> MockReply:
+    if fault.drop:
+        return MockReply(0, {}, b"", delay=fault.delay, drop=True)
+    status = fault.status or 500
+    message = fault.message or _FAULT_MESSAGES.get(status, f"Mock fault: HTTP {status}")
+    reply = _error(ApiError(status, _error_type(status), message), rid, _retry_headers(status, fault.retry_after))
+    reply.delay = fault.delay
+    return reply
+
+
+def _scripted_error(item: dict, rid: str) -> MockReply:
+    status = item["status"]
+    error = item.get("error") or {}
+    message = error.get("message") or _FAULT_MESSAGES.get(status, f"Scripted error: HTTP {status}")
+    api_error = ApiError(status, error.get("type") or _error_type(status), message)
+    return _error(api_error, rid, _retry_headers(status, item.get("retry_after", DEFAULT_RETRY_AFTER)))
+
+
+def _error_type(status: int) -> str:
+    if status in ERROR_TYPES:
+        return ERROR_TYPES[status]
+    return "api_error" if status >= 500 else "invalid_request_error"
+
+
+def _content_blocks(content: str | list) -> list[dict]:
+    return [{"type": "text", "text": content}] if isinstance(content, str) else list(content)
+
+
+def _check_scripted(item: Any) -> None:
+    """Fail at script() time, with a clear message, rather than mid-lesson."""
+    if not isinstance(item, dict):
+        raise ValueError(f"a scripted response must be a dict or a callable, got {type(item).__name__}")
+    if "status" in item:
+        status = item["status"]
+        if isinstance(status, bool) or not isinstance(status, int) or not 400 <= status <= 599:
+            raise ValueError(f"a scripted error needs an HTTP error status from 400 to 599, got {status!r}")
+        if not isinstance(item.get("error", {}), dict):
+            raise ValueError('a scripted error\'s "error" must be {"type": ..., "message": ...}')
+        return
+    content = item.get("content")
+    if not isinstance(content, (str, list)) or not all(isinstance(b, dict) and "type" in b
+                                                       for b in _content_blocks(content)):
+        raise ValueError('a scripted response needs "content": a string or a list of blocks such as '
+                         '{"type": "text", "text": "..."}; an error needs "status"')
+    unknown = set(item) - {"content", "stop_reason", "stop_sequence"}
+    if unknown:
+        raise ValueError(f"a scripted response has unknown keys {sorted(unknown)}; "
+                         "use content, stop_reason, stop_sequence")

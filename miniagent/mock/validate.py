@@ -1,0 +1,452 @@
+"""Request validation: would the real Messages API accept this body?
+
+The real API validates a request in two passes. First a schema pass (the API is
+built on pydantic, hence messages like `max_tokens: Field required` and
+`<path>: Extra inputs are not permitted`): every field present, of the right type,
+no unknown keys at any depth. Then rules the schema cannot express: unique tool
+names, `max_tokens` limits, the conversation rules (tool pairing, non-empty
+content...), and the prompt's length. The first problem found is reported, as a
+400 `invalid_request_error` whose message names the path of the offending value.
+
+This module does the same, in the same order, and returns an `ApiError` (or None).
+It checks by API version: on `2026-10-21` the sampling parameters `temperature`,
+`top_p` and `top_k` are no longer part of the schema, so they are rejected like
+any other unknown key.
+
+Error texts follow the real API where we have seen it (see wire-format.md §1.4);
+where we have not (a mock-only limitation, say), the message says what to change.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Any, Callable
+
+from miniagent.messages import conversation_error
+from miniagent.tokens import estimate_request
+
+SUPPORTED_VERSIONS = ("2023-06-01", "2026-10-21")
+
+# The real cap is per model (e.g. 64000 for some, 128000 for others); the mock
+# accepts any model name, so it applies the most generous current cap to all.
+MAX_TOKENS_CAP = 128_000
+MAX_MESSAGES = 100_000
+MAX_PROMPT_TOKENS = 200_000
+TOOL_NAME_PATTERN = "^[a-zA-Z0-9_-]{1,128}$"
+_TOOL_NAME = re.compile(r"[a-zA-Z0-9_-]{1,128}")  # the pattern, for fullmatch
+
+# Known top-level fields the mock accepts but does not act on (it has no thinking,
+# no caching, no containers). Rejecting them would fail requests the real API serves.
+_IGNORED_FIELDS = {"thinking", "service_tier", "cache_control", "output_config", "container", "inference_geo"}
+_SAMPLING_FIELDS = {"temperature", "top_p", "top_k"}
+_MESSAGES_FIELDS = {"model", "max_tokens", "messages", "system", "stop_sequences", "stream",
+                    "metadata", "tools", "tool_choice"} | _IGNORED_FIELDS
+_COUNT_TOKENS_FIELDS = {"model", "messages", "system", "tools", "tool_choice",
+                        "thinking", "output_config", "cache_control"}
+
+
+@dataclass(frozen=True)
+class ApiError:
+    """An error the API would answer with: HTTP status, `error.type`, `error.message`."""
+
+    status: int
+    type: str
+    message: str
+
+
+class _Reject(Exception):
+    """Raised deep inside the checks to stop at the first problem, as the API does."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+        self.message = message
+
+
+# --- small pydantic-style checks ------------------------------------------------------
+
+
+def _join(path: str, key: str) -> str:
+    return f"{path}.{key}" if path else key
+
+
+def _require(obj: dict, key: str, path: str) -> None:
+    if key not in obj:
+        raise _Reject(f"{_join(path, key)}: Field required")
+
+
+def _no_extras(obj: dict, allowed: set[str], path: str) -> None:
+    for key in obj:
+        if key not in allowed:
+            raise _Reject(f"{_join(path, str(key))}: Extra inputs are not permitted")
+
+
+def _one_of(options: tuple[str, ...]) -> str:
+    quoted = [f"'{o}'" for o in options]
+    return quoted[0] if len(quoted) == 1 else f"{', '.join(quoted[:-1])} or {quoted[-1]}"
+
+
+def _tag(value: Any, path: str, allowed: tuple[str, ...]) -> str:
+    """The `type` of a tagged object (a block, a source, a tool_choice), checked against `allowed`."""
+    _dict(value, path)
+    kind = value.get("type")
+    if not isinstance(kind, str):
+        raise _Reject(f"{path}: Unable to extract tag using discriminator 'type'")
+    if kind not in allowed:
+        expected = ", ".join(f"'{a}'" for a in allowed)
+        raise _Reject(f"{path}: Input tag '{kind}' found using 'type' does not match any of the "
+                      f"expected tags: {expected}")
+    return kind
+
+
+def _string(value: Any, path: str) -> None:
+    if not isinstance(value, str):
+        raise _Reject(f"{path}: Input should be a valid string")
+
+
+def _integer(value: Any, path: str) -> None:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise _Reject(f"{path}: Input should be a valid integer")
+
+
+def _number(value: Any, path: str) -> None:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise _Reject(f"{path}: Input should be a valid number")
+
+
+def _boolean(value: Any, path: str) -> None:
+    if not isinstance(value, bool):
+        raise _Reject(f"{path}: Input should be a valid boolean")
+
+
+def _list(value: Any, path: str) -> None:
+    if not isinstance(value, list):
+        raise _Reject(f"{path}: Input should be a valid list")
+
+
+def _dict(value: Any, path: str) -> None:
+    if not isinstance(value, dict):
+        raise _Reject(f"{path}: Input should be a valid dictionary")
+
+
+def validate_request(body: Any, *, version: str, count_tokens: bool = False,
+                     strict_alternation: bool = False) -> ApiError | None:
+    """The error the real API would return for this request body, or None if it is valid.
+
+    `version` is the request's `anthropic-version` header; `count_tokens` selects
+    the schema of `POST /v1/messages/count_tokens`; `strict_alternation` restores
+    the old rule that roles must alternate instead of being merged.
+    """
+    if version not in SUPPORTED_VERSIONS:
+        raise ValueError(f"version must be one of {SUPPORTED_VERSIONS}, got {version!r}")
+    try:
+        _check_schema(body, version, count_tokens)
+        _check_rules(body, count_tokens, strict_alternation)
+    except _Reject as reject:
+        return ApiError(400, "invalid_request_error", reject.message)
+    return None
+
+
+# --- pass 1: the schema -----------------------------------------------------------
+
+
+def _check_schema(body: Any, version: str, count_tokens: bool) -> None:
+    if not isinstance(body, dict):
+        raise _Reject("Input should be a valid dictionary (the request body must be a JSON object)")
+    required = ("model", "messages") if count_tokens else ("model", "max_tokens", "messages")
+    for name in required:
+        _require(body, name, "")
+    allowed = _COUNT_TOKENS_FIELDS if count_tokens else _MESSAGES_FIELDS
+    if version == "2023-06-01" and not count_tokens:
+        allowed = allowed | _SAMPLING_FIELDS
+    for name, check in _TOP_LEVEL_CHECKS:
+        if name in body and name in allowed:
+            check(body[name], name, version)
+    _no_extras(body, allowed, "")
+
+
+def _check_model(value: Any, path: str, version: str) -> None:
+    _string(value, path)
+    if not value:
+        raise _Reject(f"{path}: String should have at least 1 character")
+
+
+def _check_max_tokens(value: Any, path: str, version: str) -> None:
+    _integer(value, path)
+
+
+def _check_messages(value: Any, path: str, version: str) -> None:
+    _list(value, path)
+    for i, message in enumerate(value):
+        p = f"{path}.{i}"
+        _dict(message, p)
+        _require(message, "role", p)
+        _require(message, "content", p)
+        role = message["role"]
+        if role not in ("user", "assistant"):
+            raise _Reject(f"{p}.role: Input should be 'user' or 'assistant'")
+        content = message["content"]
+        if isinstance(content, list):
+            for j, block in enumerate(content):
+                _check_block(block, f"{p}.content.{j}", _MESSAGE_BLOCKS, role, version)
+        elif not isinstance(content, str):
+            raise _Reject(f"{p}.content: Input should be a valid string or a list of content blocks")
+        _no_extras(message, {"role", "content"}, p)
+
+
+def _check_system(value: Any, path: str, version: str) -> None:
+    if isinstance(value, str):
+        return
+    if not isinstance(value, list):
+        raise _Reject(f"{path}: Input should be a valid string or a list of text blocks")
+    for j, block in enumerate(value):
+        _check_block(block, f"{path}.{j}", ("text",), "system", version)
+
+
+def _check_stop_sequences(value: Any, path: str, version: str) -> None:
+    _list(value, path)
+    for i, item in enumerate(value):
+        _string(item, f"{path}.{i}")
+
+
+def _check_stream(value: Any, path: str, version: str) -> None:
+    _boolean(value, path)
+
+
+def _check_metadata(value: Any, path: str, version: str) -> None:
+    _dict(value, path)
+    if value.get("user_id") is not None:
+        _string(value["user_id"], f"{path}.user_id")
+    _no_extras(value, {"user_id"}, path)
+
+
+def _check_unit_interval(value: Any, path: str, version: str) -> None:
+    """temperature and top_p: a number from 0 to 1 (API version 2023-06-01 only)."""
+    _number(value, path)
+    if value < 0:
+        raise _Reject(f"{path}: Input should be greater than or equal to 0")
+    if value > 1:
+        raise _Reject(f"{path}: Input should be less than or equal to 1")
+
+
+def _check_top_k(value: Any, path: str, version: str) -> None:
+    _integer(value, path)
+    if value < 0:
+        raise _Reject(f"{path}: Input should be greater than or equal to 0")
+
+
+def _check_tools(value: Any, path: str, version: str) -> None:
+    _list(value, path)
+    for i, tool in enumerate(value):
+        _check_tool(tool, f"{path}.{i}")
+
+
+def _check_tool(tool: Any, path: str) -> None:
+    _dict(tool, path)
+    kind = tool.get("type", "custom")
+    if kind != "custom":
+        raise _Reject(
+            f"{path}.type: server tools such as {kind!r} are not supported by the offline mock; "
+            "define a client tool with name, description and input_schema instead"
+        )
+    p = f"{path}.custom"
+    _require(tool, "name", p)
+    _require(tool, "input_schema", p)
+    name = tool["name"]
+    _string(name, f"{p}.name")
+    if len(name) > 128:
+        raise _Reject(f"{p}.name: String should have at most 128 characters")
+    if not _TOOL_NAME.fullmatch(name):
+        raise _Reject(f"{p}.name: String should match pattern '{TOOL_NAME_PATTERN}'")
+    if "description" in tool:
+        _string(tool["description"], f"{p}.description")
+    schema = tool["input_schema"]
+    _dict(schema, f"{p}.input_schema")
+    _require(schema, "type", f"{p}.input_schema")
+    if schema["type"] != "object":
+        raise _Reject(f"{p}.input_schema.type: Input should be 'object'")
+    for key, check in (("cache_control", _cache_control), ("strict", _boolean), ("input_examples", _list),
+                       ("defer_loading", _boolean), ("eager_input_streaming", _boolean),
+                       ("allowed_callers", _list)):
+        if key in tool:
+            check(tool[key], f"{p}.{key}")
+    _no_extras(tool, {"type", "name", "description", "input_schema", "cache_control", "strict",
+                      "input_examples", "defer_loading", "eager_input_streaming", "allowed_callers"}, p)
+
+
+def _check_tool_choice(value: Any, path: str, version: str) -> None:
+    kind = _tag(value, path, ("auto", "any", "tool", "none"))
+    p = f"{path}.{kind}"
+    allowed = {"type"}
+    if kind == "tool":
+        _require(value, "name", p)
+        _string(value["name"], f"{p}.name")
+        allowed.add("name")
+    if kind != "none":
+        allowed.add("disable_parallel_tool_use")
+        if "disable_parallel_tool_use" in value:
+            _boolean(value["disable_parallel_tool_use"], f"{p}.disable_parallel_tool_use")
+    _no_extras(value, allowed, p)
+
+
+def _ignore(value: Any, path: str, version: str) -> None:
+    """Fields the mock accepts and does not act on: checked only for being present."""
+
+
+_TOP_LEVEL_CHECKS: list[tuple[str, Callable[[Any, str, str], None]]] = [
+    ("model", _check_model),
+    ("max_tokens", _check_max_tokens),
+    ("messages", _check_messages),
+    ("system", _check_system),
+    ("stop_sequences", _check_stop_sequences),
+    ("stream", _check_stream),
+    ("metadata", _check_metadata),
+    ("temperature", _check_unit_interval),
+    ("top_p", _check_unit_interval),
+    ("top_k", _check_top_k),
+    ("tools", _check_tools),
+    ("tool_choice", _check_tool_choice),
+] + [(name, _ignore) for name in sorted(_IGNORED_FIELDS)]
+
+
+# --- content blocks -----------------------------------------------------------------
+
+_MESSAGE_BLOCKS = ("text", "image", "document", "tool_use", "tool_result")
+_RESULT_BLOCKS = ("text", "image", "document")
+_IMAGE_TYPES = ("image/jpeg", "image/png", "image/gif", "image/webp")
+
+
+def _check_block(block: Any, path: str, allowed: tuple[str, ...], role: str, version: str) -> None:
+    """One content block: a known `type`, its required fields, no unknown keys.
+
+    Errors inside a block name the block type in the path
+    (`messages.3.content.1.tool_use.input`), as the real API's do.
+    """
+    kind = _tag(block, path, allowed)
+    p = f"{path}.{kind}"
+    required, optional = _BLOCK_FIELDS[kind]
+    for name in required:
+        _require(block, name, p)
+    for name, check in {**required, **optional}.items():
+        if name in block:
+            check(block[name], f"{p}.{name}")
+    _no_extras(block, {"type", *required, *optional}, p)
+    if version == "2026-10-21":
+        if kind == "document" and role == "assistant":
+            raise _Reject(f"{path}: `document` blocks are not allowed in assistant messages "
+                          "on anthropic-version 2026-10-21; move the document to a user message")
+        if kind == "text" and role == "user" and block.get("citations"):
+            raise _Reject(f"{path}: `text` blocks with citations are not allowed in user messages "
+                          "on anthropic-version 2026-10-21; remove the citations")
+
+
+def _image_source(value: Any, path: str) -> None:
+    kind = _tag(value, path, ("base64", "url", "file"))
+    p = f"{path}.{kind}"
+    fields = {"base64": ("media_type", "data"), "url": ("url",), "file": ("file_id",)}[kind]
+    for name in fields:
+        _require(value, name, p)
+        _string(value[name], f"{p}.{name}")
+    if kind == "base64" and value["media_type"] not in _IMAGE_TYPES:
+        raise _Reject(f"{p}.media_type: Input should be {_one_of(_IMAGE_TYPES)}")
+    _no_extras(value, {"type", *fields}, p)
+
+
+def _document_source(value: Any, path: str) -> None:
+    """Documents have many source kinds; the mock checks only that there is one."""
+    _dict(value, path)
+    _require(value, "type", path)
+
+
+def _result_content(value: Any, path: str) -> None:
+    if isinstance(value, str):
+        return
+    if not isinstance(value, list):
+        raise _Reject(f"{path}: Input should be a valid string or a list of content blocks")
+    for k, block in enumerate(value):
+        _check_block(block, f"{path}.{k}", _RESULT_BLOCKS, "user", "2023-06-01")
+
+
+def _cache_control(value: Any, path: str) -> None:
+    kind = _tag(value, path, ("ephemeral",))
+    if "ttl" in value and value["ttl"] not in ("5m", "1h"):
+        raise _Reject(f"{path}.{kind}.ttl: Input should be '5m' or '1h'")
+    _no_extras(value, {"type", "ttl"}, f"{path}.{kind}")
+
+
+def _optional_string(value: Any, path: str) -> None:
+    if value is not None:
+        _string(value, path)
+
+
+def _optional_list(value: Any, path: str) -> None:
+    if value is not None:
+        _list(value, path)
+
+
+def _any(value: Any, path: str) -> None:
+    """Documents' citations settings: accepted as given."""
+
+
+_BLOCK_FIELDS: dict[str, tuple[dict[str, Callable[[Any, str], None]], dict[str, Callable[[Any, str], None]]]] = {
+    # type: ({required field: check}, {optional field: check})
+    "text": ({"text": _string},
+             {"cache_control": _cache_control, "citations": _optional_list}),
+    "image": ({"source": _image_source}, {"cache_control": _cache_control}),
+    "document": ({"source": _document_source},
+                 {"cache_control": _cache_control, "citations": _any, "context": _optional_string,
+                  "title": _optional_string}),
+    "tool_use": ({"id": _string, "name": _string,
+                  "input": _dict},
+                 {"cache_control": _cache_control}),
+    "tool_result": ({"tool_use_id": _string},
+                    {"content": _result_content, "is_error": _boolean,
+                     "cache_control": _cache_control}),
+}
+
+
+# --- pass 2: rules beyond the schema ----------------------------------------------------
+
+
+def _check_rules(body: dict, count_tokens: bool, strict_alternation: bool) -> None:
+    _check_tool_names(body.get("tools") or [])
+    _check_tool_choice_target(body.get("tool_choice"), body.get("tools") or [])
+    if not count_tokens:
+        max_tokens = body["max_tokens"]
+        if max_tokens < 0:
+            raise _Reject("max_tokens: Input should be greater than or equal to 0")
+        if max_tokens > MAX_TOKENS_CAP:
+            raise _Reject(f"max_tokens: {max_tokens} > {MAX_TOKENS_CAP}, which is the maximum allowed "
+                          f"number of output tokens for {body['model']}")
+    messages = body["messages"]
+    if len(messages) > MAX_MESSAGES:
+        raise _Reject(f"messages: List should have at most {MAX_MESSAGES} items after validation, "
+                      f"not {len(messages)}")
+    problem = conversation_error(messages, strict_alternation=strict_alternation)
+    if problem:
+        raise _Reject(problem)
+    system = body.get("system")
+    if isinstance(system, list) and any(b["text"] == "" for b in system):
+        raise _Reject("system: text content blocks must be non-empty")
+    tokens = estimate_request(body)
+    if tokens > MAX_PROMPT_TOKENS:
+        raise _Reject(f"prompt is too long: {tokens} tokens > {MAX_PROMPT_TOKENS} maximum")
+
+
+def _check_tool_names(tools: list[dict]) -> None:
+    names = [tool["name"] for tool in tools]
+    if len(set(names)) != len(names):
+        raise _Reject("tools: Tool names must be unique.")
+
+
+def _check_tool_choice_target(choice: dict | None, tools: list[dict]) -> None:
+    """`any` and `tool` force a tool call, so there must be a tool to call."""
+    if not choice or choice["type"] not in ("any", "tool"):
+        return
+    names = [tool["name"] for tool in tools]
+    if not names:
+        raise _Reject(f"tool_choice: `{choice['type']}` forces a tool call but the request has no "
+                      "`tools`; add the tools or drop tool_choice")
+    if choice["type"] == "tool" and choice["name"] not in names:
+        raise _Reject(f"tool_choice.tool.name: no tool named {choice['name']!r} in `tools` "
+                      f"(defined: {', '.join(names)})")

@@ -1,0 +1,164 @@
+"""The official `anthropic` SDK (2.x) against `python -m miniagent.mock` in a subprocess.
+
+If the SDK can talk to the mock, the mock speaks the real wire format: auth
+headers, versions, response shape, error bodies and the headers that drive the
+SDK's retries.
+"""
+
+from __future__ import annotations
+
+import os
+import selectors
+import subprocess
+import sys
+from pathlib import Path
+
+import httpx
+import pytest
+
+anthropic = pytest.importorskip("anthropic")
+
+pytestmark = pytest.mark.sdk
+
+KEY = "sk-mock-sdk-key-789"
+MODEL = "claude-mock"
+HELLO = [{"role": "user", "content": "Hello"}]
+WEATHER = {"name": "get_weather", "description": "Weather for a city",
+           "input_schema": {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}}
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def read_first_line(proc: subprocess.Popen, timeout: float = 15.0) -> str:
+    """The server's first stdout line, without hanging the suite if it never comes."""
+    with selectors.DefaultSelector() as sel:
+        sel.register(proc.stdout, selectors.EVENT_READ)
+        if not sel.select(timeout):
+            raise RuntimeError(f"the mock server printed nothing within {timeout} s")
+    return proc.stdout.readline().strip()
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory):
+    """(base_url, path of the server's stderr log) for one mock server process."""
+    log_path = tmp_path_factory.mktemp("mock") / "stderr.log"
+    env = {**os.environ, "MINIAGENT_OFFLINE": "1"}
+    with open(log_path, "w") as log:
+        proc = subprocess.Popen([sys.executable, "-m", "miniagent.mock", "--port", "0", "--api-key", KEY],
+                                cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=log, text=True)
+    try:
+        line = read_first_line(proc)
+        prefix = "miniagent mock API listening on "
+        assert line.startswith(prefix), f"unexpected first line: {line!r}"
+        yield line[len(prefix):], log_path
+    finally:
+        proc.terminate()
+        proc.wait(timeout=10)
+        proc.stdout.close()
+
+
+@pytest.fixture
+def base_url(server):
+    url, _ = server
+    httpx.post(f"{url}/_mock/reset").raise_for_status()
+    return url
+
+
+def sdk(base_url, **kwargs):
+    kwargs.setdefault("api_key", KEY)
+    kwargs.setdefault("max_retries", 0)
+    return anthropic.Anthropic(base_url=base_url, **kwargs)
+
+
+def records(base_url):
+    return httpx.get(f"{base_url}/_mock/requests").json()
+
+
+def test_a_plain_create(base_url):
+    message = sdk(base_url).messages.create(model=MODEL, max_tokens=300, messages=HELLO)
+    assert message.id == "msg_mock_0001" and message.model == MODEL and message.role == "assistant"
+    assert message.content[0].type == "text" and message.content[0].text
+    assert message.usage.input_tokens > 0 and message.stop_reason in ("end_turn", "max_tokens")
+    assert message._request_id == "req_mock_0001"
+    [record] = records(base_url)
+    assert record["headers"]["anthropic-version"] == "2026-10-21"
+    assert record["headers"]["authorization"] == "<redacted>"
+
+
+def test_create_pinned_to_the_old_version(base_url):
+    client = sdk(base_url, default_headers={"anthropic-version": "2023-06-01"})
+    message = client.messages.create(model=MODEL, max_tokens=300, messages=HELLO, extra_body={"temperature": 0.2})
+    assert message.id == "msg_mock_0001"
+    assert records(base_url)[0]["headers"]["anthropic-version"] == "2023-06-01"
+
+
+def test_a_tool_round_trip_from_a_script(base_url):
+    scripted = [{"content": [{"type": "text", "text": "Checking."},
+                             {"type": "tool_use", "name": "get_weather", "input": {"city": "Paris"}}]},
+                {"content": "It is 15 C in Paris."}]
+    httpx.post(f"{base_url}/_mock/script", json=scripted).raise_for_status()
+    client = sdk(base_url)
+    question = {"role": "user", "content": "Weather in Paris?"}
+    first = client.messages.create(model=MODEL, max_tokens=300, messages=[question], tools=[WEATHER])
+    assert first.stop_reason == "tool_use"
+    call = first.content[1]
+    assert (call.type, call.id, call.name, call.input) == ("tool_use", "toolu_mock_0001", "get_weather",
+                                                           {"city": "Paris"})
+    history = [question, {"role": "assistant", "content": [b.model_dump(exclude_none=True) for b in first.content]},
+               {"role": "user", "content": [{"type": "tool_result", "tool_use_id": call.id, "content": "15 C"}]}]
+    final = client.messages.create(model=MODEL, max_tokens=300, messages=history, tools=[WEATHER])
+    assert final.stop_reason == "end_turn" and final.content[0].text == "It is 15 C in Paris."
+
+
+def test_bad_request_error(base_url):
+    with pytest.raises(anthropic.BadRequestError) as caught:
+        sdk(base_url).messages.create(model=MODEL, max_tokens=300, messages=HELLO, extra_body={"temperature": 0.2})
+    error = caught.value
+    assert error.status_code == 400 and error.request_id == "req_mock_0001"
+    assert error.body["error"] == {"type": "invalid_request_error",
+                                   "message": "temperature: Extra inputs are not permitted"}
+
+
+def test_authentication_error_with_another_key(base_url):
+    with pytest.raises(anthropic.AuthenticationError) as caught:
+        sdk(base_url, api_key="sk-not-the-right-one").messages.create(model=MODEL, max_tokens=300, messages=HELLO)
+    assert caught.value.status_code == 401
+    assert caught.value.body["error"]["message"] == "invalid x-api-key"
+    assert "sk-not-the-right-one" not in str(caught.value)
+
+
+def test_rate_limit_error(base_url):
+    with pytest.raises(anthropic.RateLimitError) as caught:
+        sdk(base_url).messages.create(model=MODEL, max_tokens=300, messages=HELLO,
+                                      extra_headers={"x-mock-fault": "429"})
+    assert caught.value.status_code == 429
+    assert caught.value.response.headers["retry-after-ms"] == "50"
+
+
+def test_overloaded_error(base_url):
+    with pytest.raises(anthropic.OverloadedError) as caught:
+        sdk(base_url).messages.create(model=MODEL, max_tokens=300, messages=HELLO,
+                                      extra_headers={"x-mock-fault": "529"})
+    assert caught.value.status_code == 529 and caught.value.body["error"]["type"] == "overloaded_error"
+
+
+def test_the_sdk_retries_once_after_a_429(base_url):
+    httpx.post(f"{base_url}/_mock/fault", json={"status": 429, "times": 1}).raise_for_status()
+    message = sdk(base_url, max_retries=2).messages.create(model=MODEL, max_tokens=300, messages=HELLO)
+    assert message.id == "msg_mock_0001"
+    attempts = records(base_url)
+    assert [r["status"] for r in attempts] == [429, 200]
+    assert [r["headers"]["x-stainless-retry-count"] for r in attempts] == ["0", "1"]
+
+
+def test_count_tokens(base_url):
+    counted = sdk(base_url).messages.count_tokens(model=MODEL, messages=HELLO, tools=[WEATHER])
+    message = sdk(base_url).messages.create(model=MODEL, max_tokens=300, messages=HELLO, tools=[WEATHER])
+    assert counted.input_tokens == message.usage.input_tokens > 0
+
+
+def test_the_server_logs_one_line_per_request_and_no_key(server, base_url):
+    sdk(base_url).messages.create(model=MODEL, max_tokens=300, messages=HELLO)
+    _, log_path = server
+    log = log_path.read_text()
+    assert "POST /v1/messages 200" in log.splitlines()
+    assert KEY not in log
