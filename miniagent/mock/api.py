@@ -119,8 +119,9 @@ class MockAPI:
     def records(self) -> list[dict]:
         """Every API request received (control endpoints excluded), oldest first.
 
-        Each is {"n", "method", "path", "headers", "body", "status", "response"}, with
-        the auth headers replaced by "<redacted>"; `status`/`response` are None for a
+        Each is {"n", "method", "path", "headers", "body", "raw", "status", "response"},
+        with the auth headers replaced by "<redacted>"; `raw` is the body exactly as it
+        arrived (text), `body` the same parsed; `status`/`response` are None for a
         dropped connection.
         """
         with self._lock:
@@ -198,7 +199,8 @@ class MockAPI:
             record: dict[str, Any] = {
                 "n": n, "method": method, "path": path,
                 "headers": {k: (REDACTED if k in _AUTH_HEADERS else v) for k, v in lower.items()},
-                "body": _parse_or_none(body), "status": None, "response": None,
+                "body": _parse_or_none(body), "raw": body.decode("utf-8", "replace"),
+                "status": None, "response": None,
             }
             reply = self._answer(method, path, lower, body, f"req_mock_{n:04d}")
             if not reply.drop:
