@@ -1,0 +1,67 @@
+"""Exact responses for lessons that need the model to misbehave on cue.
+
+The brain answers plausibly; some lessons need a specific bad answer instead: a
+model that never stops calling tools, a tool call cut off by `max_tokens`, a
+refusal. Each factory here returns what `MockAPI.script(...)` accepts: a partial
+message dict, or a callable that takes the request body and returns one. The
+callables are meant for `MockAPI.script(fn, repeat=True)`, which answers every
+later call with them, e.g.
+
+    api.script(scripts.runaway("get_weather", {"city": "北京"}), repeat=True)
+"""
+
+from __future__ import annotations
+
+import copy
+from typing import Callable
+
+Response = dict
+Script = Callable[[dict], dict]
+
+
+def text(answer: str, stop_reason: str = "end_turn") -> Response:
+    """A plain text answer with the given stop reason."""
+    return {"content": [{"type": "text", "text": answer}], "stop_reason": stop_reason, "stop_sequence": None}
+
+
+def tool_call(name: str, input: dict, text: str | None = None) -> Response:
+    """One tool call (optionally after a short text), stop_reason "tool_use"; MockAPI adds the id."""
+    content = [{"type": "text", "text": text}] if text else []
+    content.append({"type": "tool_use", "name": name, "input": copy.deepcopy(input)})
+    return {"content": content, "stop_reason": "tool_use", "stop_sequence": None}
+
+
+def runaway(name: str, input: dict) -> Script:
+    """A model that never stops: whatever it is sent, it asks for the same tool with the same input."""
+    def respond(body: dict) -> Response:
+        return tool_call(name, input, text=f"Let me call {name} again.")
+    return respond
+
+
+def runaway_varied(name: str, make_input: Callable[[int], dict]) -> Script:
+    """A model that never stops, with a new input each call: `make_input(len(body["messages"]))`.
+
+    Deriving the variation from the request keeps it deterministic and stateless,
+    like everything else in the mock; it defeats a "same call twice" detector.
+    """
+    def respond(body: dict) -> Response:
+        return tool_call(name, make_input(len(body.get("messages") or [])), text=f"Let me try {name} once more.")
+    return respond
+
+
+def truncated_tool_call(name: str, partial_input: dict | None = None) -> Response:
+    """A tool call cut off by max_tokens: text, then a tool_use whose input is partial. Never run it."""
+    response = tool_call(name, partial_input or {}, text=f"I'll call {name}.")
+    response["stop_reason"] = "max_tokens"
+    return response
+
+
+def refusal() -> Response:
+    """The model declines to answer: stop_reason "refusal"."""
+    return text("(offline mock) I can't help with that request.", stop_reason="refusal")
+
+
+def pause_turn() -> Response:
+    """A long turn paused by the API: stop_reason "pause_turn"; send the conversation back to continue."""
+    return text("(offline mock) I'm pausing this turn here; send the conversation back to let me continue.",
+                stop_reason="pause_turn")
