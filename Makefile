@@ -47,7 +47,7 @@ test-notebooks: $(STAMP)  ## notebooks only (nbval, strict)
 	MINIAGENT_OFFLINE=1 $(PY) -m pytest -n 2 --dist loadscope notebooks $(NBVAL) -p no:cacheprovider
 
 test-ui: $(STAMP)  ## browser test: JupyterLab + notebook 05's chat widget in headless Chromium
-	@command -v chromium >/dev/null || (apt-get update -qq && apt-get install -y -qq chromium >/dev/null)
+	@(command -v chromium >/dev/null && fc-list | grep -qi wqy) || (apt-get update -qq && apt-get install -y -qq chromium fonts-wqy-zenhei >/dev/null)
 	MINIAGENT_OFFLINE=1 $(PY) tests/ui/run_ui_test.py
 
 notebooks: $(STAMP)  ## build notebooks/src/*.py into .ipynb, run each offline in a fresh kernel, save outputs

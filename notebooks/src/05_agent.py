@@ -256,9 +256,10 @@ chat.send("Hi! What can you do?")
 chat
 
 # %% [markdown]
-# Below the widget, a notebook that is not running shows its text form: the
-# transcript. A `TraceView` does the same for a trace: a table in the notebook, plain
-# text elsewhere.
+# A widget lives only while its kernel runs: in a notebook opened without running it,
+# run the cell again to get one. Where no widget can be drawn (GitHub, a terminal,
+# the tests that check this notebook), its text form stands in: the transcript.
+# A `TraceView` does the same for a trace: a table here, plain text elsewhere.
 
 # %%
 TraceView(chat.agent.trace)

@@ -1,0 +1,169 @@
+"""The assembled agent: a client, tools, the loop, a context policy and a trace.
+
+Everything hard already lives elsewhere: the call in `client.py`, the tools in
+`tools.py`, the ReAct loop in `loop.py`, what to send in `context.py`. An agent
+adds only what turns one run into a conversation:
+
+- it keeps the history between questions (`run_loop` itself never mutates a list);
+- a run that fails on an API error leaves that history exactly as it was, so asking
+  the same question again is a clean retry, not a duplicate;
+- every step goes into a `Trace`, and optionally to your `on_step` callback and to a
+  round-by-round printout (`verbose=True`).
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any, Callable
+
+from miniagent.client import Usage
+from miniagent.loop import LoopResult, run_loop
+from miniagent.messages import user
+from miniagent.tools import ToolRegistry
+from miniagent.trace import Event, Trace
+
+DEFAULT_SYSTEM = ("You are a helpful assistant. When a tool can answer part of the question, call it; "
+                  "call independent tools together. Answer in the language of the question.")
+
+
+class Agent:
+    """A conversation with a tool-using model. `run()` one question at a time.
+
+    `client` defaults to `connect()` and `tools` to `default_tools()`. `policy` (see
+    `miniagent.context`) shortens what each call sends, never what the agent keeps.
+    `max_iterations` and `token_budget` bound each run. `on_step(event)` sees every
+    trace event as it is recorded; `verbose=True` prints each run round by round.
+    """
+
+    def __init__(self, client: Any = None, tools: ToolRegistry | list | None = None, *,
+                 system: str | list | None = DEFAULT_SYSTEM, policy: Any = None, max_iterations: int = 10,
+                 token_budget: int | None = None, parallel: bool = True, verbose: bool = False,
+                 on_step: Callable[[Event], None] | None = None) -> None:
+        if client is None:
+            from miniagent.client import connect  # here, so that passing a client never reads the environment
+            client = connect()
+        if tools is None:
+            from miniagent.builtin_tools import default_tools
+            tools = default_tools()
+        if isinstance(max_iterations, bool) or not isinstance(max_iterations, int) or max_iterations < 1:
+            raise ValueError(f"max_iterations must be a positive integer, got {max_iterations!r}")
+        self.client = client
+        self.tools = tools if isinstance(tools, ToolRegistry) else ToolRegistry(tools)
+        self.system = system
+        self.policy = policy
+        self.max_iterations = max_iterations
+        self.token_budget = token_budget
+        self.parallel = parallel
+        self.verbose = verbose
+        self.on_step = on_step
+        self.history: list[dict] = []
+        self.trace = Trace()
+        self.usage = Usage()  # cumulative over the agent's life: tokens spent stay spent after reset()
+        self.last_result: LoopResult | None = None
+
+    def __repr__(self) -> str:
+        return (f"Agent(tools=[{', '.join(self.tools.names)}], messages={len(self.history)}, "
+                f"max_iterations={self.max_iterations}, client={self.client!r})")
+
+    def run(self, question: str) -> LoopResult:
+        """Ask one question; the model may call tools for several rounds before it answers."""
+        if not isinstance(question, str) or not question.strip():
+            raise ValueError(f"the question must be a non-empty string, got {question!r}")
+        printer = RoundPrinter() if self.verbose else None
+
+        def on_event(event: Event) -> None:
+            self._step(event, printer)
+            if event["type"] == "response":
+                usage = event.get("usage") or {}
+                self.usage.add(usage)
+                self._step({"type": "usage", "iteration": event.get("iteration"),
+                            "input_tokens": usage.get("input_tokens", 0),
+                            "output_tokens": usage.get("output_tokens", 0)}, printer)
+
+        self._step({"type": "question", "text": question}, printer)
+        result = run_loop(self.client, self.history + [user(question)], tools=self.tools or None,
+                          system=self.system, policy=self.policy, max_iterations=self.max_iterations,
+                          token_budget=self.token_budget, parallel=self.parallel, on_event=on_event)
+        if result.stop != "api_error":  # on an API error, keep the history as it was before the question
+            self.history = result.messages
+        self.last_result = result
+        if printer:
+            printer.finish(result)
+        return result
+
+    def chat(self, question: str) -> str:
+        """`run()`, returning just the answer (and why, if the agent stopped early)."""
+        result = self.run(question)
+        if result.ok:
+            return result.text
+        return (result.text + "\n\n" if result.text else "") + f"[stopped: {result.reason}]"
+
+    def reset(self) -> None:
+        """Forget the conversation and the trace (the model itself never remembered anything)."""
+        self.history = []
+        self.trace.clear()
+        self.last_result = None
+
+    def _step(self, event: Event, printer: "RoundPrinter | None") -> None:
+        stamped = self.trace.record(event)
+        if printer:
+            printer(stamped)
+        if self.on_step:
+            self.on_step(stamped)
+
+
+# --- verbose output --------------------------------------------------------------------
+
+
+def _preview(text: Any, limit: int = 100) -> str:
+    text = text if isinstance(text, str) else json.dumps(text, ensure_ascii=False)
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[:limit] + "…"
+
+
+class RoundPrinter:
+    """Prints a run round by round, like the article's sample output.
+
+    Tools of one round run concurrently and finish in any order; the printer holds
+    their results until the round's last one arrives, then prints each call with its
+    result in the order the model asked, so the same run always prints the same way.
+    """
+
+    def __init__(self, print_fn: Callable[[str], None] = print) -> None:
+        self.print = print_fn
+        self.calls: list[Event] = []
+        self.results: dict[str, Event] = {}
+
+    def __call__(self, event: Event) -> None:
+        kind = event["type"]
+        if kind == "request":
+            self._flush()
+            self.print(f"\n--- round {event['iteration']} ---")
+        elif kind == "response" and event.get("stop_reason") == "tool_use":
+            text = "".join(b.get("text", "") for b in event.get("content") or [] if b.get("type") == "text")
+            if text.strip():
+                self.print(f"model: {_preview(text)}")
+        elif kind == "tool_call":
+            self.calls.append(event)
+        elif kind == "tool_result":
+            self.results[event["id"]] = event
+            if len(self.results) >= len(self.calls):
+                self._flush()
+
+    def _flush(self) -> None:
+        for call in self.calls:
+            self.print(f"tool call: {call['name']}({json.dumps(call.get('input', {}), ensure_ascii=False)})")
+            result = self.results.get(call["id"])
+            if result is not None:
+                label = "error" if result.get("is_error") else "result"
+                self.print(f"  {label}: {_preview(result.get('content', ''))}")
+        self.calls, self.results = [], {}
+
+    def finish(self, result: LoopResult) -> None:
+        self._flush()
+        if result.ok:
+            self.print(f"Final answer:\n{result.text}")
+        else:
+            self.print(f"Stopped ({result.stop}): {result.reason}")
+            if result.text:
+                self.print(f"Last text from the model:\n{result.text}")

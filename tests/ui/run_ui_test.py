@@ -1,0 +1,261 @@
+"""Browser test: notebook 05's chat widget, in JupyterLab, in headless Chromium.
+
+    MINIAGENT_OFFLINE=1 .venv/bin/python tests/ui/run_ui_test.py     (or: make test-ui)
+
+It starts JupyterLab on a free port with a random token, serving a temporary copy
+of the notebooks (so the browser can never save over the committed ones), opens
+05_agent.ipynb, runs all cells, types the article's demo question into the chat
+widget, clicks Send, and checks that the answer with "3584" appears in the widget;
+then checks that Enter sends too. A screenshot goes to ui-test/chat.png (and
+ui-test/failure.png when a step fails). The server is always shut down.
+
+Needs Debian's Chromium at /usr/bin/chromium (apt-get install -y chromium) and the
+`playwright` Python package. Never run `playwright install`: it downloads its own
+browser, which is neither needed nor possible here.
+Exit status: 0 on success, 1 with a message saying which step failed.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+NOTEBOOK = "05_agent.ipynb"
+OUT = ROOT / "ui-test"
+CHROMIUM = os.environ.get("MINIAGENT_CHROMIUM", "/usr/bin/chromium")
+DEMO = "现在几点了？顺便帮我算一下 (1024 + 768) * 2，再告诉我北京和上海的天气。"
+CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking",
+                 "--disable-component-update", "--disable-sync", "--no-first-run"]
+# JupyterLab settings for the test: no news toast, no update check, no autosave, and every
+# cell attached to the page (the default skips rendering cells that are scrolled away).
+SETTINGS = {
+    "@jupyterlab/notebook-extension/tracker.jupyterlab-settings": {"windowingMode": "none"},
+    "@jupyterlab/apputils-extension/notification.jupyterlab-settings":
+        {"fetchNews": "false", "checkForUpdates": False, "doNotDisturbMode": True},
+    "@jupyterlab/docmanager-extension/plugin.jupyterlab-settings": {"autosave": False},
+}
+
+
+class UITestError(Exception):
+    """A step failed; the message says which and what was seen."""
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def prepare(workdir: Path) -> tuple[Path, dict]:
+    """A copy of the notebooks to serve, and the environment for the server."""
+    served = workdir / "notebooks"
+    served.mkdir()
+    shutil.copy(ROOT / "notebooks" / NOTEBOOK, served / NOTEBOOK)
+    settings = workdir / "settings"
+    for name, values in SETTINGS.items():
+        path = settings / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps(values))
+    env = dict(os.environ, MINIAGENT_OFFLINE="1", JUPYTERLAB_SETTINGS_DIR=str(settings),
+               JUPYTERLAB_WORKSPACES_DIR=str(workdir / "workspaces"), JUPYTER_RUNTIME_DIR=str(workdir / "runtime"),
+               JUPYTER_DATA_DIR=str(workdir / "data"))
+    env.pop("ANTHROPIC_API_KEY", None)
+    return served, env
+
+
+def start_server(served: Path, env: dict, port: int, token: str, log: Path) -> subprocess.Popen:
+    jupyter = Path(sys.executable).parent / "jupyter"
+    cmd = [str(jupyter), "lab", "--no-browser", "--ip=127.0.0.1", f"--port={port}",
+           f"--ServerApp.token={token}", "--allow-root", f"--ServerApp.root_dir={served}",
+           "--ServerApp.port_retries=0"]
+    return subprocess.Popen(cmd, env=env, stdout=log.open("w"), stderr=subprocess.STDOUT, start_new_session=True)
+
+
+def wait_for_server(base: str, token: str, server: subprocess.Popen, timeout: float = 60) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if server.poll() is not None:
+            raise UITestError(f"jupyter lab exited with status {server.returncode} before it answered")
+        try:
+            with urllib.request.urlopen(f"{base}/api/status?token={token}", timeout=2) as reply:
+                if reply.status == 200:
+                    return
+        except OSError:
+            time.sleep(0.5)
+    raise UITestError(f"jupyter lab did not answer /api/status within {timeout:.0f} s")
+
+
+def stop_server(server: subprocess.Popen, base: str, token: str) -> None:
+    """Ask politely (which also stops the kernel), then insist."""
+    try:
+        request = urllib.request.Request(f"{base}/api/shutdown?token={token}", method="POST")
+        urllib.request.urlopen(request, timeout=5).close()
+        server.wait(timeout=15)
+    except (OSError, subprocess.TimeoutExpired):
+        pass
+    if server.poll() is None:
+        os.killpg(server.pid, signal.SIGTERM)  # the group of the process this script started
+        try:
+            server.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            os.killpg(server.pid, signal.SIGKILL)
+            server.wait(timeout=5)
+
+
+def step(name: str) -> None:
+    print(f"[ui] {name}", flush=True)
+
+
+def drive(page, base: str, token: str) -> None:
+    """Everything a learner does in the browser, with a bounded wait at each step."""
+    step("open the notebook")
+    page.goto(f"{base}/lab/tree/{NOTEBOOK}?token={token}", timeout=60_000)
+    page.wait_for_selector(".jp-Notebook", timeout=60_000)
+    page.wait_for_selector(".jp-Notebook .jp-CodeCell .cm-content", timeout=30_000)
+    page.wait_for_selector(".jp-Spinner", state="detached", timeout=30_000)
+    wait_kernel_idle(page, 60)
+    accept_kernel_dialog(page, wait_ms=2_000)
+
+    step("run all cells")
+    page.locator(".jp-Notebook .jp-CodeCell .cm-content").first.click()
+    page.get_by_role("menuitem", name="Run", exact=True).click()
+    page.get_by_role("menuitem", name="Run All Cells", exact=True).click()
+    accept_kernel_dialog(page, wait_ms=1_000)
+
+    step("wait for the chat widget")
+    chat_input = page.locator(".miniagent-chat-input input")
+    chat_input.wait_for(state="attached", timeout=60_000)
+    chat_input.scroll_into_view_if_needed(timeout=10_000)
+    transcript = page.locator(".miniagent-chat-transcript")
+    page.wait_for_function("document.querySelector('.miniagent-chat-transcript')"
+                           " && document.querySelector('.miniagent-chat-transcript').innerText.includes('You:')",
+                           timeout=30_000)
+    if "3584" in transcript.inner_text():
+        raise UITestError("the transcript holds 3584 before the question was asked; the check would prove nothing")
+    wait_kernel_idle(page, 60)
+
+    step("ask the demo question")
+    chat_input.scroll_into_view_if_needed()
+    chat_input.fill(DEMO)
+    page.locator("button.miniagent-chat-send").click()
+    try:
+        page.wait_for_function("document.querySelector('.miniagent-chat-transcript').innerText.includes('3584')",
+                               timeout=30_000)
+    except Exception as exc:  # playwright's TimeoutError; say what the widget showed instead
+        raise UITestError(f"no answer with 3584 in the chat widget within 30 s; it shows:\n"
+                          f"{transcript.inner_text()[-800:]}") from exc
+    text = transcript.inner_text()
+    if DEMO not in text or text.count("tool: get_weather") < 2:
+        raise UITestError(f"the answer came, but the question or its tool calls are missing:\n{text[-800:]}")
+    if chat_input.input_value() != "":
+        raise UITestError("the input box was not cleared after sending")
+
+    step("screenshot")
+    page.locator(".miniagent-chat details.miniagent-tool").last.locator("summary").click()
+    dismiss_toasts(page)
+    page.locator(".miniagent-chat").scroll_into_view_if_needed()
+    page.wait_for_timeout(300)
+    OUT.mkdir(exist_ok=True)
+    page.screenshot(path=str(OUT / "chat.png"))
+
+    step("press Enter to send")
+    chat_input.fill("What is (2 + 3) * 4?")
+    chat_input.press("Enter")
+    try:
+        page.wait_for_function("document.querySelector('.miniagent-chat-transcript').innerText.includes('= 20')",
+                               timeout=30_000)
+    except Exception as exc:  # playwright's TimeoutError
+        raise UITestError("pressing Enter in the chat box did not send the question") from exc
+
+
+def wait_kernel_idle(page, seconds: float) -> None:
+    """Wait until the toolbar's kernel indicator says idle (best effort: it may be absent)."""
+    indicator = page.locator(".jp-Notebook-ExecutionIndicator")
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if indicator.count() and indicator.first.get_attribute("data-status") == "idle":
+            return
+        page.wait_for_timeout(250)
+    raise UITestError(f"the kernel was not idle within {seconds:.0f} s")
+
+
+def accept_kernel_dialog(page, wait_ms: int) -> None:
+    """JupyterLab sometimes asks which kernel to use even though one is starting: keep the default."""
+    dialog = page.locator(".jp-Dialog")
+    try:
+        dialog.wait_for(state="visible", timeout=wait_ms)
+    except Exception:  # playwright's TimeoutError: no dialog, nothing to do
+        return
+    step("accept the kernel dialog")
+    dialog.locator("button.jp-mod-accept").click()
+    dialog.wait_for(state="detached", timeout=10_000)
+
+
+def dismiss_toasts(page) -> None:
+    for button in page.locator(".jp-toast-dismiss, .Toastify__close-button").all():
+        if button.is_visible():
+            button.click()
+    page.wait_for_timeout(200)
+
+
+def main() -> int:
+    if not Path(CHROMIUM).exists():
+        print(f"ui test: no Chromium at {CHROMIUM}; install it with `apt-get install -y chromium` "
+              "(not `playwright install`), or set MINIAGENT_CHROMIUM to its path.", file=sys.stderr)
+        return 1
+    try:
+        from playwright.sync_api import sync_playwright
+    except ImportError:
+        print("ui test: the `playwright` package is missing; run `make setup` (it is in requirements.txt).",
+              file=sys.stderr)
+        return 1
+
+    started = time.monotonic()
+    port, token = free_port(), os.urandom(16).hex()
+    base = f"http://127.0.0.1:{port}"
+    with tempfile.TemporaryDirectory(prefix="miniagent-ui-") as tmp:
+        workdir = Path(tmp)
+        served, env = prepare(workdir)
+        log = workdir / "jupyter.log"
+        step(f"start jupyter lab on port {port}")
+        server = start_server(served, env, port, token, log)
+        page = None
+        try:
+            wait_for_server(base, token, server)
+            with sync_playwright() as p:
+                browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True)
+                try:
+                    page = browser.new_page(viewport={"width": 1280, "height": 1000})
+                    try:
+                        drive(page, base, token)
+                    except Exception:
+                        OUT.mkdir(exist_ok=True)
+                        page.screenshot(path=str(OUT / "failure.png"))
+                        raise
+                finally:
+                    browser.close()
+        except Exception as exc:  # report any failure as one message, with the server's last words
+            print(f"ui test FAILED: {type(exc).__name__}: {exc}", file=sys.stderr)
+            tail = log.read_text(errors="replace").splitlines()[-15:] if log.exists() else []
+            print("jupyter log (last lines):\n  " + "\n  ".join(tail), file=sys.stderr)
+            print(f"screenshot of the failure: {OUT / 'failure.png'}", file=sys.stderr)
+            return 1
+        finally:
+            step("stop jupyter lab")
+            stop_server(server, base, token)
+    print(f"ui test passed in {time.monotonic() - started:.0f} s; screenshot: {OUT / 'chat.png'}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
