@@ -415,10 +415,24 @@ class Summarize(Policy):
                 and messages[self.covered - 1] == self._last_covered)
 
     def _next_cut(self, messages: list[dict]) -> int:
-        """Where the new summary should end: keep ~keep_recent_tokens; 0 if no cut moves forward."""
+        """Where the new summary should end: keep ~keep_recent_tokens; 0 if no cut moves forward.
+
+        A cut at a user question (a turn boundary) is preferred, so a question stays
+        with the tool calls that answer it: the first boundary leaving at most
+        keep_recent_tokens, else the last boundary leaving at most trigger_tokens.
+        Only a turn too long for either is cut between its tool rounds.
+        """
         later = [k for k in safe_cuts(messages) if k > max(self.covered, 1)]
+        tail = {k: estimate_messages(messages[k:]) for k in later}
+        turns = [k for k in later if messages[k]["role"] == "user"]
+        for k in turns:
+            if tail[k] <= self.keep_recent_tokens:
+                return k
+        under_trigger = [k for k in turns if tail[k] <= self.trigger_tokens]
+        if under_trigger:
+            return under_trigger[0]
         for k in later:
-            if estimate_messages(messages[k:]) <= self.keep_recent_tokens:
+            if tail[k] <= self.keep_recent_tokens:
                 return k
         return later[-1] if later else 0
 

@@ -1,0 +1,493 @@
+"""How the offline mock reads a request: what is asked, and what the text offers.
+
+The mock's brain (`brain.py`) decides what to answer; this module only reads. It
+finds the question being worked on and the tool calls made for it, the language it
+is written in, the kinds of request it makes (weather, time, arithmetic, ...), the
+values an argument could take (cities, expressions, numbers, quoted strings), the
+facts a conversation states (a name, a preference), and fills a tool's arguments
+from its JSON schema. Keeping the reading apart lets each half be read on its own.
+
+Everything here is a small table of keywords or a regular expression, not language
+understanding: the point is an answer that is plausible, deterministic and easy to
+predict, in English and Chinese. Every function is pure, so the same request always
+reads the same way.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+from miniagent.messages import blocks, result_text, text_of, tool_results, tool_uses
+
+# --- the language ---------------------------------------------------------------------------
+
+_HAN = re.compile(r"[\u3400-\u9fff]")
+
+
+def language(text: str) -> str:
+    """'zh' when the text is mostly Chinese, else 'en'.
+
+    Counting (rather than "any Chinese character") keeps "What's the weather in 北京?"
+    an English question.
+    """
+    han = len(_HAN.findall(text))
+    return "zh" if han and han >= len(re.findall(r"[A-Za-z]+", text)) else "en"
+
+
+# --- the question and the tool calls made for it -----------------------------------------------
+
+
+def user_text(message: dict) -> str:
+    """The text of a user message; '' for an assistant message."""
+    return text_of(message) if message["role"] == "user" else ""
+
+
+def system_text(body: dict) -> str:
+    """The system prompt's text, whether it was sent as a string or as blocks."""
+    return text_of({"content": body.get("system")})
+
+
+def question_index(messages: list[dict]) -> int:
+    """Index of the latest user message with text: the question being worked on (-1 if none)."""
+    for i in range(len(messages) - 1, -1, -1):
+        if user_text(messages[i]).strip():
+            return i
+    return -1
+
+
+@dataclass
+class Pair:
+    """One tool call of this episode, its result, and the round (assistant turn) it was made in."""
+
+    call: dict
+    result: str
+    error: bool
+    round: int
+
+
+def episode(messages: list[dict], start: int) -> list[Pair]:
+    """The tool calls made since the question, each paired with its result.
+
+    A result counts as a failure when it is marked `is_error` or starts with "error".
+    """
+    pairs: list[Pair] = []
+    round_no = 0
+    for i in range(start + 1, len(messages) - 1):
+        calls = tool_uses(messages[i]) if messages[i]["role"] == "assistant" else []
+        if not calls:
+            continue
+        answers = {b.get("tool_use_id"): b for b in tool_results(messages[i + 1])}
+        for call in calls:
+            block = answers.get(call.get("id"), {})
+            text = result_text(block)
+            failed = bool(block.get("is_error")) or text.lstrip().lower().startswith("error")
+            pairs.append(Pair(call, text, failed, round_no))
+        round_no += 1
+    return pairs
+
+
+def args_text(call: dict) -> str:
+    """A call's input written as `k=v, k=v`, for answers and summaries."""
+    return ", ".join(f"{k}={v}" for k, v in (call.get("input") or {}).items())
+
+
+# --- values in the text: cities, expressions, numbers, quoted strings ------------------------------
+
+# (Chinese, English, IANA timezone)
+CITIES = [
+    ("北京", "Beijing", "Asia/Shanghai"), ("上海", "Shanghai", "Asia/Shanghai"),
+    ("广州", "Guangzhou", "Asia/Shanghai"), ("深圳", "Shenzhen", "Asia/Shanghai"),
+    ("杭州", "Hangzhou", "Asia/Shanghai"), ("成都", "Chengdu", "Asia/Shanghai"),
+    ("重庆", "Chongqing", "Asia/Shanghai"), ("武汉", "Wuhan", "Asia/Shanghai"),
+    ("西安", "Xi'an", "Asia/Shanghai"), ("南京", "Nanjing", "Asia/Shanghai"),
+    ("天津", "Tianjin", "Asia/Shanghai"), ("香港", "Hong Kong", "Asia/Hong_Kong"),
+    ("台北", "Taipei", "Asia/Taipei"), ("东京", "Tokyo", "Asia/Tokyo"), ("首尔", "Seoul", "Asia/Seoul"),
+    ("新加坡", "Singapore", "Asia/Singapore"), ("曼谷", "Bangkok", "Asia/Bangkok"),
+    ("孟买", "Mumbai", "Asia/Kolkata"), ("迪拜", "Dubai", "Asia/Dubai"), ("伦敦", "London", "Europe/London"),
+    ("巴黎", "Paris", "Europe/Paris"), ("柏林", "Berlin", "Europe/Berlin"), ("罗马", "Rome", "Europe/Rome"),
+    ("马德里", "Madrid", "Europe/Madrid"), ("莫斯科", "Moscow", "Europe/Moscow"),
+    ("纽约", "New York", "America/New_York"), ("洛杉矶", "Los Angeles", "America/Los_Angeles"),
+    ("旧金山", "San Francisco", "America/Los_Angeles"), ("芝加哥", "Chicago", "America/Chicago"),
+    ("多伦多", "Toronto", "America/Toronto"), ("悉尼", "Sydney", "Australia/Sydney"),
+    ("开罗", "Cairo", "Africa/Cairo"),
+]
+_NOT_PLACES = {"Celsius", "Fahrenheit", "English", "Chinese", "French", "German", "Japanese", "Spanish",
+               "UTC", "GMT", "Python", "JSON", "The", "My", "Your", "It"}
+
+
+def find_cities(text: str) -> list[tuple[int, str]]:
+    """(position, name as written) of the cities in the text, in order, each city once.
+
+    Known cities come from the table; an unknown place is taken from "in/for <Capitalised
+    Words>" (so "weather in Atlantis" passes "Atlantis" and the tool can say it doesn't know it).
+    """
+    found: dict[str, tuple[int, str]] = {}
+    for zh, en, _ in CITIES:
+        for name in (zh, en):
+            m = re.search(r"(?<![A-Za-z])" + re.escape(name) + r"(?![A-Za-z])", text, re.IGNORECASE)
+            if m and (en not in found or m.start() < found[en][0]):
+                found[en] = (m.start(), m.group())
+    taken = [(p, p + len(n)) for p, n in found.values()]
+    for m in re.finditer(r"\b(?i:in|for)\s+([A-Z][\w'-]+(?:\s+[A-Z][\w'-]+)*)", text):
+        place = m.group(1)
+        if place not in _NOT_PLACES and not any(a <= m.start(1) < b for a, b in taken):
+            found.setdefault(place, (m.start(1), place))
+    if not found:  # 亚特兰蒂斯的天气 -> 亚特兰蒂斯
+        m = re.search(r"([\u4e00-\u9fff]{2,8})的(?:天气|气温)", text)
+        place = m and re.split(r"[我你查看问说告诉帮一下请在和与及、]+", m.group(1))[-1]
+        if place and len(place) >= 2:
+            found[place] = (m.start(1) + m.group(1).rfind(place), place)
+    return sorted(found.values())
+
+
+def timezone_of(city: str) -> str | None:
+    return next((tz for zh, en, tz in CITIES if city.lower() in (zh, en.lower())), None)
+
+
+def expressions(text: str) -> list[tuple[int, str]]:
+    """(position, expression) for each arithmetic expression, its spacing kept as written.
+
+    Unbalanced brackets at either end are dropped ("(2 + 3" -> "2 + 3"), and a date
+    such as 2024-01-02 is not a subtraction.
+    """
+    found = []
+    for m in re.finditer(r"[\d(][\d\s.+\-*/%()]*[\d)]", text):
+        expr, start = m.group(), m.start()
+        while expr.count(")") > expr.count("(") and expr.endswith(")"):
+            expr = expr[:-1].rstrip()
+        while expr.count("(") > expr.count(")") and expr.startswith("("):
+            rest = expr[1:].lstrip()
+            start, expr = start + len(expr) - len(rest), rest
+        is_date = re.fullmatch(r"\d{4}-\d{1,2}-\d{1,2}", expr)
+        if re.search(r"[\d)]\s*(?:\*\*|//|[-+*/%])\s*[-(]*\s*\d", expr) and not is_date:
+            found.append((start, expr))
+    return found
+
+
+def numbers(text: str) -> list[int | float]:
+    """The numbers in the text, in order; those inside an arithmetic expression only if there are no others."""
+    spans = [(p, p + len(e)) for p, e in expressions(text)]
+    every = [(m.start(), m.group()) for m in re.finditer(r"-?\d+(?:\.\d+)?", text)]
+    outside = [(p, n) for p, n in every if not any(a <= p < b for a, b in spans)]
+    return [float(n) if "." in n else int(n) for _, n in (outside or every)]
+
+
+def quoted(text: str) -> list[str]:
+    """The quoted strings in the text ("...", “...”, 「...」 or '...'), in order."""
+    found = re.finditer(r'"([^"]+)"|“([^”]+)”|「([^」]+)」|\'([^\']{2,})\'', text)
+    return [next(g for g in m.groups() if g) for m in found]
+
+
+def clause(text: str, pos: int) -> str:
+    """The clause of the text around a position (split at punctuation, not at decimal points)."""
+    cuts = [m.end() for m in re.finditer(r"[,;?!，。；？！\n]|(?<!\d)\.(?!\d)", text)]
+    start = max([c for c in cuts if c <= pos], default=0)
+    end = min([c for c in cuts if c > pos], default=len(text) + 1) - 1
+    return text[start:end].strip()
+
+
+_FILLER = re.compile(
+    r"^(?:(?:please|can you|could you|would you|help me|i want to|i'd like to|tell me|and|also|then|now|just"
+    r"|search(?: for)?|look up|find|translate|convert)\s+)+|^(?:请|帮我|你能|能不能|麻烦|顺便|再|然后|告诉我"
+    r"|搜索一下|搜一下|搜索|查找|查一下|翻译一下|翻译)+", re.IGNORECASE)
+
+
+def phrase(question: str, anchors: list[int]) -> str:
+    """The part of the question a free-text argument should carry, minus the asking.
+
+    That is the clause where the tool was asked for (its first anchor), or the whole
+    question when there is no anchor.
+    """
+    text = clause(question, min(anchors)) if anchors else question
+    text = re.sub(r"\s+(?:please|for me|thanks)\W*$|(?:吧|呢|一下)\W*$", "", _FILLER.sub("", text), flags=re.I)
+    return text.strip(" ?？!！.。") or question.strip()
+
+
+# --- kinds of request, and the words that signal them ------------------------------------------
+
+# A concept is a kind of request the brain recognises, with the words that signal it.
+CONCEPTS = {
+    "time": r"\b(?:time|clock|date|what day)\b|几点|时间|日期|星期几",
+    "math": r"\b(?:calculat\w*|comput\w*|math\w*|arithmetic|expressions?|evaluate)\b|计算|算一下|算算|帮我算|算出|表达式",
+    "weather": r"\b(?:weather|forecasts?|temperatures?|rain\w*|snow\w*|sunny)\b|天气|气温|温度|下雨|下雪",
+    "search": r"\b(?:search\w*|look up)\b|搜索|搜一下|查找",
+    "convert": r"\b(?:convert\w*|conversion)\b|转换|换算",
+    "translate": r"\btranslat\w*|翻译",
+}
+_CONCEPT_RX = {c: re.compile(p, re.IGNORECASE) for c, p in CONCEPTS.items()}
+
+SUMMARISE = re.compile(r"\bsummar(?:ise|ize|y)\w*|\bcompress\w*|\btl;?dr\b|总结|摘要|概括|压缩", re.I)
+
+_STOPWORDS = set("""
+what when where which whom whose with from this that these those there their them they have does doing done
+into onto about above after again also been being could would should shall will just like more most only
+other some such than then very your yours please tell know want need help give make thing things stuff
+tool tools function current given optionally optional return returns result results value values using used
+uses input output data information info every each here over under much many today able thanks thank hello
+okay sure accept accepts names name does something anything
+""".split())
+
+
+def tool_text(tool: dict) -> str:
+    """What a tool says about itself: its name split into words, then its description."""
+    return " ".join(re.split(r"[_\-]+", tool.get("name", ""))) + " " + (tool.get("description") or "")
+
+
+def tool_concepts(tool: dict) -> set[str]:
+    return {c for c, rx in _CONCEPT_RX.items() if rx.search(tool_text(tool))}
+
+
+def primary_concept(tool: dict) -> str | None:
+    """The concept a tool is mostly about: the one its name (then description) mentions first."""
+    text = tool_text(tool)
+    found = [(m.start(), c) for c, rx in _CONCEPT_RX.items() if (m := rx.search(text))]
+    return min(found)[1] if found else None
+
+
+def asked_concepts(question: str) -> dict[str, list[int]]:
+    """Concept -> positions where the question asks for it (an arithmetic expression asks for math)."""
+    asked = {c: [m.start() for m in rx.finditer(question)] for c, rx in _CONCEPT_RX.items()}
+    asked["math"] = sorted(asked["math"] + [pos for pos, _ in expressions(question)])
+    return {c: pos for c, pos in asked.items() if pos}
+
+
+def content_words(text: str) -> list[tuple[int, str]]:
+    """(position, word) for words that carry meaning: 4+ letters, no stopwords, no concept words.
+
+    A final "s" is dropped from longer words, so "recipes" and "recipe" match.
+    """
+    words = []
+    for m in re.finditer(r"[A-Za-z][A-Za-z'-]{3,}", text):
+        w = m.group().lower()
+        if w in _STOPWORDS or any(rx.fullmatch(w) for rx in _CONCEPT_RX.values()):
+            continue
+        words.append((m.start(), w[:-1] if w.endswith("s") and len(w) > 4 else w))
+    return words
+
+
+def tool_words(tool: dict) -> set[str]:
+    """The content words of a tool's name and description."""
+    return {w for _, w in content_words(tool_text(tool))}
+
+
+# --- filling a tool's arguments from its schema -----------------------------------------------------
+
+
+def schema_properties(tool: dict) -> dict:
+    return (tool.get("input_schema") or {}).get("properties") or {}
+
+
+def kind(name: str, prop: dict) -> str:
+    """What sort of value a property wants, judged from its name, description and type."""
+    if "enum" in prop:
+        return "enum"
+    if prop.get("type") not in (None, "string"):
+        return {"integer": "number", "number": "number", "boolean": "boolean"}.get(prop["type"], "other")
+    low, desc = name.lower(), (prop.get("description") or "").lower()
+    if re.search(r"city|location|place|town", low) or re.search(r"\bcity\b|城市", desc):
+        return "city"
+    if re.search(r"expr|formula|equation|math", low):
+        return "expression"
+    if re.search(r"timezone|^tz$", low):
+        return "timezone"
+    return "string"
+
+
+def enum_choice(question: str, options: list) -> object | None:
+    """The enum option the question mentions; after "to/into/in" wins ("convert 100 F to C" -> C).
+
+    A one-letter option must match its case when it stands alone, so the "a" in a
+    sentence is not option "A".
+    """
+    for opt in options:
+        tail = r"\b" if len(str(opt)) > 1 else ""
+        if re.search(rf"\b(?:to|into|in)\s+{re.escape(str(opt))}{tail}", question, re.I):
+            return opt
+    for opt in options:
+        if re.search(rf"\b{re.escape(str(opt))}\b", question, re.I if len(str(opt)) > 1 else 0):
+            return opt
+    return None
+
+
+@dataclass
+class Ask:
+    """What the question offers as argument values for one tool.
+
+    `numbers` and `quoted` are shared by all the tools of a question and consumed as
+    they are used, so two tools never get the same number or quoted string.
+    """
+
+    question: str
+    cities: list[str]  # the cities meant for this tool
+    all_cities: list[str]
+    numbers: list[int | float]
+    quoted: list[str]
+    anchors: list[int] = field(default_factory=list)  # where the question asks for this tool
+
+
+def values_for(name: str, prop: dict, ask: Ask, required: bool) -> list:
+    """Candidate values for one property, best first ([] when the question gives none).
+
+    Only a city or an expression property can get several (one call per value).
+    """
+    k, q = kind(name, prop), ask.question
+    if k == "city":
+        return ask.cities or (ask.all_cities if required else [])
+    if k == "expression":
+        return [e for _, e in expressions(q)]
+    if k == "timezone":
+        zone = re.search(r"\b(?:[A-Z][a-z]+/[A-Za-z_]+|UTC)\b", q)
+        if zone:
+            return [zone.group()]
+        return [tz for c in ask.cities if (tz := timezone_of(c))][:1]
+    if k == "number":
+        return [ask.numbers.pop(0)] if ask.numbers else []
+    if k == "enum":
+        chosen = enum_choice(q, prop["enum"])
+        if chosen is None and required:
+            chosen = prop.get("default", prop["enum"][0] if prop["enum"] else None)
+        return [] if chosen is None else [chosen]
+    if k == "boolean":
+        return [prop.get("default", False)] if required else []
+    if k == "string":
+        if ask.quoted:
+            return [ask.quoted.pop(0)]
+        return [phrase(q, ask.anchors)] if required else []
+    return []
+
+
+def _fallback(prop: dict, ask: Ask):
+    """A value for a required property when the caller forces the tool (tool_choice any/tool)."""
+    if prop.get("enum"):
+        return prop["enum"][0]
+    defaults = {"integer": 0, "number": 0, "boolean": False, "array": [], "object": {}}
+    return defaults.get(prop.get("type"), phrase(ask.question, ask.anchors))
+
+
+def fill_args(tool: dict, ask: Ask, forced: bool = False) -> tuple[list[dict], str | None]:
+    """Inputs for the calls of one tool, or the required property the question cannot fill.
+
+    One call per value when a city or expression property has several ("北京和上海" -> two
+    get_weather calls). Optional properties are filled only when the question gives them.
+    """
+    required = (tool.get("input_schema") or {}).get("required") or []
+    base: dict = {}
+    fan: tuple[str, list] | None = None
+    for name, prop in schema_properties(tool).items():
+        values = values_for(name, prop, ask, name in required)
+        if not values:
+            if name not in required:
+                continue
+            if not forced:
+                return [], name
+            values = [_fallback(prop, ask)]
+        base[name] = values[0]
+        if fan is None and len(values) > 1:
+            fan = (name, values)
+    if fan:
+        return [{**base, fan[0]: v} for v in fan[1]], None
+    return [base], None
+
+
+# --- facts stated in the conversation --------------------------------------------------------------
+
+_NAME = r"([A-Z][\w'-]*|[\u4e00-\u9fff]{1,4}(?![\u4e00-\u9fff]))"
+_ZH_NAME = r"(?!什么|谁)([\u4e00-\u9fffA-Za-z]{1,8}?)(?=[，。！？,.!?\s；;]|$)"
+_ZH_THING = r"(?!什么)([^，。！？,.!?\n；;]{1,20})"
+# First person: only believed in user (or system) text. Third person: anywhere, e.g. in a summary.
+FIRST_PERSON = {
+    "name": [rf"\b(?i:my name is|call me)\s+([A-Za-z][\w'-]*)", rf"\b(?:I'm|I am) {_NAME}(?=\s*(?:[,.!;]|$|and\b))",
+             rf"我叫{_ZH_NAME}", rf"我的名字(?:是|叫){_ZH_NAME}"],
+    "likes": [r"\bI (?:really )?(?:like|love|prefer) ([^.,!?;\n]{2,40})", r"\bmy favou?rite \w+ is ([^.,!?;\n]{2,40})",
+              rf"我(?:很|最)?(?:喜欢|爱|偏爱){_ZH_THING}"],
+}
+THIRD_PERSON = {
+    "name": [rf"\b(?i:the user's name is|the user is called)\s+{_NAME}", rf"用户叫{_ZH_NAME}",
+             rf"用户的名字是{_ZH_NAME}"],
+    "likes": [r"\bthe user likes ([^.,!?;\n]{2,40})", rf"用户喜欢{_ZH_THING}"],
+}
+ASKS = {
+    "name": r"\bwhat(?:'s| is) my name\b|\b(?:know|remember) my name\b|\bwho am i\b"
+            r"|我叫什么|我的名字(?:是|叫)?什么|我是谁|记得我的名字|知道我的名字",
+    "likes": r"\bwhat do i (?:like|love|prefer)\b|\bwhat(?:'s| is) my favou?rite\b|我喜欢什么|我爱什么",
+}
+_NOT_NAMES = {"Sorry", "Not", "Fine", "Good", "Here", "Back", "Done", "Ready", "Okay", "Ok", "Sure", "Happy",
+              "Glad", "Also", "Just", "So", "Chinese", "English", "The"}
+
+
+def facts(entries: list[tuple[str, str]]) -> dict[str, str]:
+    """Facts stated in (role, text) entries; a later statement wins over an earlier one."""
+    found: dict[str, tuple[int, int, str]] = {}
+    for n, (role, text) in enumerate(entries):
+        tables = [THIRD_PERSON] + ([FIRST_PERSON] if role in ("user", "system") else [])
+        for table in tables:
+            for fact, patterns in table.items():
+                for pat in patterns:
+                    for m in re.finditer(pat, text, 0 if fact == "name" else re.I):
+                        value = m.group(1).strip()
+                        if value and value not in _NOT_NAMES and (n, m.start()) >= found.get(fact, (-1, -1, ""))[:2]:
+                            found[fact] = (n, m.start(), value)
+    return {k: v[2] for k, v in found.items()}
+
+
+def states_fact(text: str) -> bool:
+    """Whether the text states a fact about the speaker ("My name is Ada", "我喜欢猫")."""
+    return any(re.search(p, text, re.I) for ps in FIRST_PERSON.values() for p in ps)
+
+
+def asked_fact(question: str) -> str | None:
+    """The fact the question asks the model to recall ("What's my name?" -> 'name'), if any."""
+    return next((fact for fact, pattern in ASKS.items() if re.search(pattern, question, re.I)), None)
+
+
+# --- the conversation as (role, text) entries ----------------------------------------------------
+
+
+def entries_of(body: dict, messages: list[dict]) -> list[tuple[str, str]]:
+    """The conversation as (role, text): system, then each message's text and tool results."""
+    out = [("system", system_text(body))]
+    calls: dict[str, dict] = {}
+    for m in messages:
+        for b in blocks(m["content"]):
+            if b.get("type") == "text":
+                out.append((m["role"], b.get("text", "")))
+            elif b.get("type") == "tool_use":
+                calls[b.get("id")] = b
+            elif b.get("type") == "tool_result":
+                call = calls.get(b.get("tool_use_id"), {})
+                out.append(("tool", f"{call.get('name', 'tool')}({args_text(call)}) → {result_text(b)}"))
+    return out
+
+
+_ROLE_LINE = re.compile(r"^\W{0,3}(?:(user|human|assistant|ai|model|system)\b\s*(?:\([^)]*\)\s*)?(?:[:：]|(?=called\b))"
+                        r"|(result of|error from|tool[ _]?(?:result|output)?)\b[^:：\n]{0,40}[:：])\s*(.*)$", re.I)
+
+
+def transcript(text: str) -> tuple[list[tuple[str, str]], bool]:
+    """A conversation pasted into one message, as (role, text) entries, and whether it had roles.
+
+    Lines like "User: ..." or "Result of calculate: 3584" start an entry; other lines
+    continue the entry before them, or (before any role line, e.g. an earlier summary)
+    become "note" entries. A line asking to summarise keeps only what follows its colon.
+    """
+    out: list[tuple[str, str]] = []
+    has_roles = False
+    for line in text.splitlines():
+        if SUMMARISE.search(line):
+            colon = re.search(r"[:：]", line)
+            line = line[colon.end():] if colon else ""
+        if not line.strip() or re.fullmatch(r"\s*</?\w+>\s*", line):
+            continue  # blank, or a tag such as <conversation>
+        m = _ROLE_LINE.match(line)
+        if m:
+            has_roles = True
+            if m.group(2):
+                out.append(("tool", line.strip()))
+            else:
+                out.append(("user" if m.group(1).lower() in ("user", "human") else "assistant", m.group(3)))
+        elif has_roles:
+            out[-1] = (out[-1][0], out[-1][1] + " " + line.strip())
+        else:
+            out.append(("note", line.strip()))
+    return out, has_roles
