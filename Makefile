@@ -32,10 +32,13 @@ $(STAMP): requirements.txt pyproject.toml
 	fi
 	@touch $(STAMP)
 
-lab: $(STAMP)  ## open JupyterLab at the notebooks (offline unless ANTHROPIC_API_KEY is set)
-	$(VENV)/bin/jupyter lab --notebook-dir=notebooks --port=$(PORT)
+# Jupyter refuses to run as root (containers, CI) unless told it may.
+ROOT_FLAG := $(if $(filter 0,$(shell id -u 2>/dev/null)),--allow-root,)
 
-NBVAL := --nbval --nbval-current-env --nbval-sanitize-with notebooks/sanitize.cfg
+lab: $(STAMP)  ## open JupyterLab at the notebooks (offline unless ANTHROPIC_API_KEY is set)
+	$(VENV)/bin/jupyter lab --notebook-dir=notebooks --port=$(PORT) $(ROOT_FLAG)
+
+NBVAL := --nbval --nbval-current-env --nbval-sanitize-with tests/nbval-sanitize.cfg
 
 test: $(STAMP)  ## unit tests + every notebook compared against its saved outputs (offline)
 	MINIAGENT_OFFLINE=1 $(PY) -m pytest -n 2 --dist loadscope tests notebooks $(NBVAL) -p no:cacheprovider
