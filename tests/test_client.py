@@ -200,3 +200,20 @@ def test_live_without_a_key_explains(monkeypatch):
 
 def test_default_model_is_not_the_retiring_one():
     assert client_mod.DEFAULT_MODEL != "claude-sonnet-4-5"
+
+
+def test_live_code_path_against_the_mock_over_http(monkeypatch, capsys):
+    """ANTHROPIC_BASE_URL pointed at the mock server: the live path, real sockets, mock answers."""
+    from miniagent.mock import serve_in_thread
+
+    server, url = serve_in_thread()
+    try:
+        monkeypatch.delenv("MINIAGENT_OFFLINE", raising=False)
+        monkeypatch.setenv("ANTHROPIC_API_KEY", CANARY)
+        monkeypatch.setenv("ANTHROPIC_BASE_URL", url)
+        c = connect()
+        reply = c.create(HELLO)
+        assert c.mode == "live" and c.mock is None and reply["id"].startswith("msg_mock_")
+        assert server.mock.records[-1]["headers"]["x-api-key"] == "<redacted>"
+    finally:
+        server.shutdown()

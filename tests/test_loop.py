@@ -35,7 +35,11 @@ def text(t, stop="end_turn"):
 
 @pytest.fixture
 def llm():
-    return connect(offline=True, quiet=True)
+    """An offline client; afterwards, no request the loop sent may have been rejected by the mock."""
+    client = connect(offline=True, quiet=True)
+    yield client
+    rejected = [r for r in client.mock.records if r["status"] == 400 and r["response"]["error"]["message"] != "boom"]
+    assert not rejected, f"the strict mock rejected a request the loop sent: {rejected[0]['response']}"
 
 
 def all_accepted(llm):

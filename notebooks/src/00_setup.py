@@ -64,14 +64,17 @@ print(llm.usage)
 # ## What the mock received
 #
 # The mock records every request, with the key redacted, so you can always see what
-# was sent. (Live, `llm.mock` is `None`; the client keeps its own record, shown in
+# was sent: here the three headers the API cares about, and the body exactly as it
+# arrived. (Live, `llm.mock` is `None`; the client keeps its own record, shown in
 # notebook 01.)
 
 # %%
 if llm.mock:
     record = llm.mock.records[-1]
     print(record["method"], record["path"], "->", record["status"])
-    print(json.dumps(record["headers"], indent=2))
+    api_headers = {k: v for k, v in record["headers"].items() if k in ("x-api-key", "anthropic-version", "content-type")}
+    print(json.dumps(api_headers, indent=2))
+    print(record["raw"])
 
 # %% [markdown]
 # ## The mock as a real server

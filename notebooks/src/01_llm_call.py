@@ -258,9 +258,10 @@ print("waited:", waits, "then", patient.last.status)
 # ## Exercises
 # 1. Add a `system` prompt ("Answer in French.") to `body`, send it by hand, and find it
 #    in the request the mock recorded (`llm.mock.records[-1]["body"]`, offline).
-# 2. Write `last_request_id(client)` that returns the `request-id` of the client's last
-#    attempt... then notice the client already keeps it on errors: `err.request_id`.
-#    Trigger a 429 with `mock_llm.mock.fault(429, times=3)` and print it.
+# 2. A failed call's exception carries the API's request id, the thing to quote when you
+#    report a problem. Make a 429 outlast the retries with `mock_llm.mock.fault(429, times=3)`,
+#    catch `miniagent.RateLimitError`, and print `err.request_id` and the attempts in
+#    `mock_llm.exchanges`.
 # 3. Change `post_with_retries` so that it gives up at once when `retry-after` is longer
 #    than 30 seconds. The check below tells you when it does.
 
