@@ -51,6 +51,8 @@ def build(source: Path) -> Path:
         elif kind is not None:
             lines.append(line)
     flush()
+    for i, cell in enumerate(cells):
+        cell.id = f"cell-{i:02d}"  # stable ids: a rebuild changes only what really changed
     nb = nbformat.v4.new_notebook(cells=cells)
     target = source.parent.parent / (source.stem + ".ipynb")
     nbformat.write(nb, target)
@@ -64,6 +66,8 @@ def execute(path: Path) -> float:
     started = time.perf_counter()
     ExecutePreprocessor(timeout=300, kernel_name="python3").preprocess(nb, {"metadata": {"path": str(path.parent)}})
     nb.metadata.pop("widgets", None)
+    for cell in nb.cells:
+        cell.metadata.pop("execution", None)  # per-run timings: noise in every diff
     nb.metadata["kernelspec"] = {"display_name": "Python 3", "language": "python", "name": "python3"}
     nbformat.write(nb, path)
     return time.perf_counter() - started
