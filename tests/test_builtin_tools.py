@@ -224,10 +224,18 @@ def test_non_string_is_refused():
 @pytest.mark.parametrize("expression", ["9**9**9", "2**10**10", "10**10**10", "2**100000000",
                                         "(10**999)**(10**999)", "-(7**7**7**7)", "2^2^2^2^2^2"])
 def test_huge_powers_are_refused_at_once(expression):
-    start = time.perf_counter()
     with pytest.raises(CalculatorError, match="digits"):
         safe_eval(expression)
-    assert time.perf_counter() - start < 0.05
+
+    def refuse() -> float:
+        start = time.perf_counter()
+        with pytest.raises(CalculatorError):
+            safe_eval(expression)
+        return time.perf_counter() - start
+
+    # Best of three: a refusal is microseconds of work; a scheduler hiccup on a busy
+    # CI machine should not fail the test, while computing the power would take hours.
+    assert min(refuse() for _ in range(3)) < 0.05
 
 
 def test_calculator_errors_are_value_errors_and_results_in_the_registry():
