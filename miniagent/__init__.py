@@ -29,7 +29,7 @@ _EXPORTS = {
     "APITimeoutError": "client", "MissingAPIKeyError": "client", "DEFAULT_MODEL": "client",
     # messages
     "user": "messages", "assistant": "messages", "tool_result": "messages", "text_of": "messages",
-    "tool_uses": "messages", "conversation_error": "messages",
+    "tool_uses": "messages", "tool_results": "messages", "conversation_error": "messages",
     # tools
     "tool": "tools", "Tool": "tools", "ToolRegistry": "tools",
     "default_tools": "builtin_tools",

@@ -256,26 +256,36 @@ print("waited:", waits, "then", patient.last.status)
 # - Retry 429, 529, 5xx and dropped connections (honour `retry-after`); never retry 400 or 401.
 #
 # ## Exercises
-# 1. Add a `system` prompt ("Answer in French.") to `body`, send it by hand, and find it
-#    in the request the mock recorded (`llm.mock.records[-1]["body"]`, offline).
+# 1. Add a `system` prompt ("Answer in French.") to a copy of `body`, send it by hand with
+#    `http.post`, and keep the reply in `french_reply`.
 # 2. A failed call's exception carries the API's request id, the thing to quote when you
 #    report a problem. Make a 429 outlast the retries with `mock_llm.mock.fault(429, times=3)`,
-#    catch `miniagent.RateLimitError`, and print `err.request_id` and the attempts in
-#    `mock_llm.exchanges`.
+#    catch `miniagent.RateLimitError` from `mock_llm.create(...)`, and keep `err.request_id`
+#    in `failed_request_id`.
 # 3. Change `post_with_retries` so that it gives up at once when `retry-after` is longer
-#    than 30 seconds. The check below tells you when it does.
+#    than 30 seconds.
+#
+# Edit the cell below; the one after it tells you where you stand.
 
 # %%
-def exercise_3_check(fn):
-    """Passes when fn returns after one attempt for a 429 asking to wait an hour."""
+french_reply = None       # exercise 1: the httpx response to a request with a "system" prompt
+failed_request_id = None  # exercise 2: the request id of the 429 that outlasted the retries
+
+# %%
+def check_exercises():
+    sent_system = french_reply is not None and "system" in json.loads(french_reply.request.content)
+    print("exercise 1:", "done!" if sent_system else "not yet: the request behind french_reply has no \"system\"")
+    ids_429 = [r["response"]["request_id"] for r in mock_llm.mock.records if r["status"] == 429]
+    print("exercise 2:", "done!" if failed_request_id in ids_429 and failed_request_id else
+          "not yet: failed_request_id should be the request id of one of the mock's 429 answers")
     mock_llm.mock.fault(429, retry_after=3600)
     slept = []
-    r, attempts = fn(good, sleep=slept.append)
-    mock_llm.mock.reset()
-    print("exercise 3:", "done!" if attempts == 1 and not slept else f"not yet (waited {slept[:1]} s before giving up)")
+    r, attempts = post_with_retries(good, sleep=slept.append)
+    print("exercise 3:", "done!" if attempts == 1 and not slept else
+          f"not yet: post_with_retries waited {slept[0]:.0f} seconds before its next attempt")
 
 
-exercise_3_check(post_with_retries)
+check_exercises()
 
 # %% [markdown]
 # **Next: [02 · Tools](02_tools.ipynb)** — give the model something to do besides talk.

@@ -281,12 +281,16 @@ print(tools.run(tool_use) == {**tool_result, "content": real_weather("Paris")})
 #
 # ## Exercises
 # 1. The tool below has a name and description that say nothing. Rename it and describe it
-#    so that the model picks it for "What time is it in Tokyo?". The check sends that
-#    question with your tool.
-# 2. Give `convert_temperature` a vague description and see what the model does with
-#    "Convert 30 C to F". Then restore it.
-# 3. Find an expression `safe_eval` accepts that Python's `eval` would compute
-#    differently. (Hint: try `^`.)
+#    so that the model picks it for "What time is it in Tokyo?".
+# 2. Make a copy of `convert_temperature` with a vague description
+#    (`Tool("convert_temperature", "Helper.", convert_temperature.input_schema, convert_temperature.fn)`)
+#    and send "Convert 30 C to F" with it. Does the model still call it? Set
+#    `still_called` to True or False from what you saw, and think about why (hint: what
+#    else does the model read?).
+# 3. Find an expression that `safe_eval` accepts but Python computes differently.
+#    (Hint: what does `^` mean in Python, and in `safe_eval`'s docstring?)
+#
+# Edit the cell below; the one after it tells you where you stand.
 
 # %%
 @tool
@@ -299,13 +303,29 @@ def tool_a(city: str) -> str:
     return "12:00"
 
 
-def exercise_1_check(my_tool):
-    r = llm.create([{"role": "user", "content": "What time is it in Tokyo?"}], tools=[my_tool.schema()])
-    names = [b["name"] for b in miniagent.tool_uses(r)]
-    print("exercise 1:", "done!" if names == [my_tool.name] else "not yet: the model did not pick your tool")
+still_called = None    # exercise 2: True or False
+my_expression = ""     # exercise 3
+
+# %%
+from miniagent.tools import Tool
 
 
-exercise_1_check(tool_a)
+def check_exercises():
+    r = llm.create([{"role": "user", "content": "What time is it in Tokyo?"}], tools=[tool_a.schema()])
+    picked = [b["name"] for b in miniagent.tool_uses(r)] == [tool_a.name]
+    print("exercise 1:", "done!" if picked else "not yet: the model did not pick your tool")
+    vague = Tool("convert_temperature", "Helper.", convert_temperature.input_schema, convert_temperature.fn)
+    r = llm.create([{"role": "user", "content": "Convert 30 C to F"}], tools=[vague.schema()])
+    print("exercise 2:", "not yet: set still_called" if still_called is None else
+          "done!" if still_called == bool(miniagent.tool_uses(r)) else "not yet: send the request and look again")
+    try:
+        ours = safe_eval(my_expression)  # only arithmetic gets past safe_eval, so eval below runs no code
+        print("exercise 3:", "done!" if ours != eval(my_expression) else f"not yet: both give {ours}")
+    except (CalculatorError, SyntaxError, ZeroDivisionError) as err:
+        print("exercise 3: not yet:", err)
+
+
+check_exercises()
 
 # %% [markdown]
 # **Next: [03 · The ReAct loop](03_react_loop.ipynb)** — let the model call tools again

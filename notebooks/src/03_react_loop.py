@@ -216,29 +216,50 @@ print(result.text)
 # - Every `stop_reason` gets a branch. A truncated tool call is never executed.
 #
 # ## Exercises
-# 1. Give `react` a `token_budget` argument that stops once `llm.usage.total_tokens`
-#    grows by more than the budget during the run. The check runs it on the runaway model.
-# 2. Run the demo question with `tool_choice={"type": "auto", "disable_parallel_tool_use": True}`
-#    passed to `run_loop`. How many model calls does it take now, and why?
-# 3. Make `react` stop with a clear message on `max_tokens` instead of returning
-#    silently, and never run a cut-off call.
+# 1. Give `react` a `token_budget` argument that stops once `llm.usage.total_tokens` has
+#    grown by more than the budget during the run.
+# 2. Run the demo question through `run_loop` with
+#    `tool_choice={"type": "auto", "disable_parallel_tool_use": True}`. How many model calls
+#    does it take now, and why? Put the number in `calls_one_tool_at_a_time`.
+# 3. Make `react` stop on `max_tokens` with an answer that says so (include the words
+#    "max_tokens"), and never run a cut-off call.
+#
+# Edit the cells above (or paste a new `react` below); the next cell tells you where you stand.
 
 # %%
-def exercise_1_check(react_fn):
-    checker = miniagent.connect(offline=True, quiet=True)
-    checker.mock.script(scripts.runaway_varied("calculate", lambda n: {"expression": f"{n} * 2"}), repeat=True)
+calls_one_tool_at_a_time = None  # exercise 2
+
+
+# %%
+def with_client(client, fn):
+    """Run fn() with the notebook's `llm` swapped for `client` (react reads the global)."""
     global llm
-    saved, llm = llm, checker
+    saved, llm = llm, client
     try:
-        react_fn("算一下", tools, max_iterations=30, verbose=False, **({"token_budget": 2_000}
-                 if "token_budget" in inspect.signature(react_fn).parameters else {}))
+        return fn()
     finally:
         llm = saved
-    calls = checker.usage.calls
-    print("exercise 1:", "done!" if calls < 30 else f"not yet: the runaway model made {calls} calls")
 
 
-exercise_1_check(react)
+def check_exercises():
+    runaway = miniagent.connect(offline=True, quiet=True)
+    runaway.mock.script(scripts.runaway_varied("calculate", lambda n: {"expression": f"{n} * 2"}), repeat=True)
+    budget = {"token_budget": 2_000} if "token_budget" in inspect.signature(react).parameters else {}
+    with_client(runaway, lambda: react("算一下", tools, max_iterations=30, verbose=False, **budget))
+    print("exercise 1:", "done!" if runaway.usage.calls < 30 else f"not yet: the runaway model made 30 calls")
+    one_by_one = miniagent.run_loop(llm, [{"role": "user", "content": question}], tools=tools,
+                                    tool_choice={"type": "auto", "disable_parallel_tool_use": True})
+    print("exercise 2:", "done!" if calls_one_tool_at_a_time == one_by_one.iterations else
+          "not yet: run it and read `result.iterations`")
+    cut = miniagent.connect(offline=True, quiet=True)
+    cut.mock.script(scripts.truncated_tool_call("calculate", {}))
+    answer, history = with_client(cut, lambda: react("算一下 (1024 + 768) * 2", tools, verbose=False))
+    ran = any(miniagent.tool_results(m) and not m["content"][0].get("is_error") for m in history)
+    print("exercise 3:", "done!" if "max_tokens" in answer and not ran else
+          "not yet: on max_tokens, react should say so in its answer and run nothing")
+
+
+check_exercises()
 
 # %% [markdown]
 # **Next: [04 · Context](04_context.ipynb)** — the history grows every round; keep
