@@ -471,3 +471,9 @@ def test_a_scripted_callable_may_read_the_records(mock, client):
     post(client)
     mock.script(lambda body: {"content": f"{len(mock.records)} earlier request(s)"})
     assert post(client).json()["content"][0]["text"] == "1 earlier request(s)"
+
+
+def test_a_scripted_error_with_a_bad_retry_after_is_refused_when_scripted():
+    api = MockAPI()
+    with pytest.raises(ValueError, match="retry_after"):
+        api.script({"status": 429, "retry_after": "soon"})

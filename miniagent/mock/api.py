@@ -1,26 +1,20 @@
 """The mock Messages API: one object that answers HTTP requests as the real API would.
 
-`MockAPI.handle()` takes a request (method, path, headers, body bytes) and returns a
-`MockReply`. Everything else is a way in: `transport()` plugs it into httpx
-in-process, `server.py` puts it behind a real socket. Keeping the logic in one
-transport-free function means the notebooks, the tests and curl all meet exactly
-the same behaviour.
+`MockAPI.handle()` turns a request (method, path, headers, body bytes) into a
+`MockReply`; `transport()` plugs it into httpx in-process and `server.py` puts it
+behind a socket, so notebooks, tests and curl all meet exactly the same behaviour.
 
-A request goes through the same gates as on the real API, in this order:
-route -> authentication -> `anthropic-version` header -> JSON -> (injected fault)
--> validation -> (scripted response) -> the brain. The two mock-only steps are
-there for lessons: a *fault* makes the next calls fail (429, 529, 500, slow,
-dropped) so retries can be shown; a *script* queues exact answers for lessons that
-need a particular model behaviour. Scripted answers are given only to valid
-requests, so a broken conversation still fails as it would live.
+A request passes the real API's gates in its order: route, authentication,
+`anthropic-version`, size, JSON, validation. Two mock-only steps serve lessons: an
+injected *fault* (429, 529, 500, slow, dropped) comes before validation, to show
+retries; a *script* of exact answers comes after it, so a broken conversation still
+fails as it would live.
 
-Everything is deterministic: ids come from counters (`msg_mock_0001`,
-`toolu_mock_0001`, `req_mock_0001`) and usage from `miniagent.tokens`, so the
-same sequence of requests yields the same bytes.
+Everything is deterministic: ids come from counters (`msg_mock_0001`, `toolu_mock_0001`,
+`req_mock_0001`) and usage from `miniagent.tokens`, so the same requests give the same bytes.
 
-Control endpoints (no authentication; they exist only on the mock):
+Control endpoints (mock-only, no authentication, not recorded, no request id used):
 `POST /_mock/script`, `POST /_mock/fault`, `GET /_mock/requests`, `POST /_mock/reset`.
-They are not recorded and do not use up request ids.
 """
 
 from __future__ import annotations
@@ -53,6 +47,7 @@ ERROR_TYPES = {
     403: "permission_error", 404: "not_found_error", 413: "request_too_large",
     429: "rate_limit_error", 500: "api_error", 504: "timeout_error", 529: "overloaded_error",
 }
+# "Overloaded" is the real API's text; the other two are ours (the real ones are not documented).
 _FAULT_MESSAGES = {
     429: "Rate limited: too many requests (fault injected by the offline mock). Retry after the retry-after delay.",
     500: "Internal server error",
@@ -78,7 +73,7 @@ class _Fault:
     retry_after: float
     delay: float
     drop: bool
-    message: str | None
+    message: str | None = None
 
 
 @dataclass
@@ -171,8 +166,7 @@ class MockAPI:
         4xx/5xx the matching type. `delay` seconds pass before the answer (alone: a
         slow success). `drop=True` closes the connection without any response.
         """
-        if status is not None and (isinstance(status, bool) or not isinstance(status, int)
-                                   or not 400 <= status <= 599):
+        if status is not None and not _is_error_status(status):
             raise ValueError(f"fault status must be an HTTP error status from 400 to 599, got {status!r}")
         if status is None and not delay and not drop:
             raise ValueError("fault() needs a status (e.g. 429), a delay (e.g. delay=0.3) or drop=True")
@@ -227,9 +221,13 @@ class MockAPI:
             fault = self._take_fault(headers.get("x-mock-fault"), path)
         except ValueError as exc:
             return _error(_invalid(str(exc)), rid)
-        if fault and (fault.drop or fault.status):
-            return _fault_reply(fault, rid)
-        reply = self._valid_answer(path, headers, body, rid)
+        if fault and fault.drop:
+            return MockReply(0, {}, b"", delay=fault.delay, drop=True)
+        if fault and fault.status:
+            reply = _status_error(fault.status, rid, message=fault.message, retry_after=fault.retry_after,
+                                  source="Mock fault")
+        else:
+            reply = self._valid_answer(path, headers, body, rid)
         if fault:
             reply.delay = fault.delay
         return reply
@@ -251,7 +249,9 @@ class MockAPI:
             return _error(ApiError(500, "api_error", f"the mock failed to answer: {type(exc).__name__}: "
                                    f"{exc} (a bug in the mock's brain or in a scripted callable)"), rid)
         if "status" in partial:
-            return _scripted_error(partial, rid)
+            error = partial.get("error") or {}
+            return _status_error(partial["status"], rid, type_=error.get("type"), message=error.get("message"),
+                                 retry_after=partial.get("retry_after", DEFAULT_RETRY_AFTER), source="Scripted error")
         return _json_reply(200, self._message(body, partial), rid)
 
     def _take_fault(self, header: str | None, path: str) -> _Fault | None:
@@ -264,14 +264,15 @@ class MockAPI:
         return None
 
     def _next_partial(self, body: dict) -> dict:
-        if self._script:
-            entry = self._script[0] if self._script[0].repeat else self._script.popleft()
-            item = entry.item(copy.deepcopy(body)) if callable(entry.item) else entry.item
-            if callable(entry.item):
-                _check_scripted(item)
-            return copy.deepcopy(item)
-        answer = self._brain or _brain.respond
-        return answer(copy.deepcopy(body))
+        """The next scripted answer, else the brain's. Each gets its own copy of the body."""
+        if not self._script:
+            return (self._brain or _brain.respond)(copy.deepcopy(body))
+        entry = self._script[0] if self._script[0].repeat else self._script.popleft()
+        item = entry.item
+        if callable(item):
+            item = item(copy.deepcopy(body))
+            _check_scripted(item)
+        return copy.deepcopy(item)
 
     def _message(self, body: dict, partial: dict) -> dict:
         """A full Message (wire-format §1.5) from a partial one: ids, model, usage."""
@@ -349,6 +350,7 @@ class MockAPI:
 
 
 # --- httpx transports ---------------------------------------------------------------
+# The two differ only in how they read the body and sleep; the rest is shared below.
 
 
 class _Transport(httpx.BaseTransport):
@@ -358,11 +360,7 @@ class _Transport(httpx.BaseTransport):
     def handle_request(self, request: httpx.Request) -> httpx.Response:
         reply = self.mock.handle(request.method, request.url.path, request.headers, request.read())
         if reply.delay:
-            limit = _read_timeout(request)
-            if limit is not None and reply.delay > limit:
-                self.sleep(limit)
-                raise _timeout(request, reply.delay, limit)
-            self.sleep(reply.delay)
+            self.sleep(_wait(reply, request))
         return _to_response(reply, request)
 
 
@@ -373,11 +371,7 @@ class _AsyncTransport(httpx.AsyncBaseTransport):
     async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
         reply = self.mock.handle(request.method, request.url.path, request.headers, await request.aread())
         if reply.delay:
-            limit = _read_timeout(request)
-            if limit is not None and reply.delay > limit:
-                await self.sleep(limit)
-                raise _timeout(request, reply.delay, limit)
-            await self.sleep(reply.delay)
+            await self.sleep(_wait(reply, request))
         return _to_response(reply, request)
 
 
@@ -385,12 +379,18 @@ def _read_timeout(request: httpx.Request) -> float | None:
     return (request.extensions.get("timeout") or {}).get("read")
 
 
-def _timeout(request: httpx.Request, delay: float, limit: float) -> httpx.ReadTimeout:
-    return httpx.ReadTimeout(f"timed out: the mock delayed its answer {delay:g} s, longer than the "
-                             f"read timeout of {limit:g} s", request=request)
+def _wait(reply: MockReply, request: httpx.Request) -> float:
+    """Seconds to wait before answering: the reply's delay, but no longer than the read timeout."""
+    limit = _read_timeout(request)
+    return reply.delay if limit is None else min(reply.delay, limit)
 
 
 def _to_response(reply: MockReply, request: httpx.Request) -> httpx.Response:
+    """The reply as httpx sees it, or the error a real client would get after waiting."""
+    limit = _read_timeout(request)
+    if limit is not None and reply.delay > limit:
+        raise httpx.ReadTimeout(f"timed out: the mock delayed its answer {reply.delay:g} s, longer than the "
+                                f"read timeout of {limit:g} s", request=request)
     if reply.drop:
         raise httpx.RemoteProtocolError("Server disconnected without sending a response.", request=request)
     return httpx.Response(reply.status, headers=reply.headers, content=reply.body, request=request)
@@ -421,18 +421,15 @@ def parse_fault_header(value: str) -> _Fault:
                              "'429 retry-after=0.05', 'slow=0.3' or 'drop'") from None
     if status is None and not delay and not drop:
         raise ValueError("x-mock-fault: give a status (e.g. '429'), 'slow=SECONDS' or 'drop'")
-    return _Fault(status, retry_after, delay, drop, None)
+    return _Fault(status, retry_after, delay, drop)
 
 
-# --- building replies -------------------------------------------------------------------
-
-
-def _invalid(message: str) -> ApiError:
-    return ApiError(400, "invalid_request_error", message)
+# --- checks ---------------------------------------------------------------------------
 
 
 def _check_auth(headers: dict[str, str], keys: set[str] | None) -> ApiError | None:
-    """`x-api-key` wins over `Authorization: Bearer` when both are sent. Keys never appear in messages."""
+    """`x-api-key` wins over `Authorization: Bearer` when both are sent. Keys never appear in messages;
+    the texts are the real API's, except the one about a malformed Authorization header."""
     key = headers.get("x-api-key")
     if not key and "authorization" in headers:
         scheme, _, token = headers["authorization"].strip().partition(" ")
@@ -457,8 +454,43 @@ def _check_version(headers: dict[str, str]) -> ApiError | None:
     return None
 
 
-def _dumps(obj: Any) -> bytes:
-    return json.dumps(obj, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+def _is_error_status(value: Any) -> bool:
+    return not isinstance(value, bool) and isinstance(value, int) and 400 <= value <= 599
+
+
+def _check_scripted(item: Any) -> None:
+    """Fail at script() time, with a clear message, rather than mid-lesson."""
+    if not isinstance(item, dict):
+        raise ValueError(f"a scripted response must be a dict or a callable, got {type(item).__name__}")
+    if "status" in item:
+        if not _is_error_status(item["status"]):
+            raise ValueError(f"a scripted error needs an HTTP error status from 400 to 599, got {item['status']!r}")
+        if not isinstance(item.get("error", {}), dict):
+            raise ValueError('a scripted error\'s "error" must be {"type": ..., "message": ...}')
+        wait = item.get("retry_after", 0)
+        if isinstance(wait, bool) or not isinstance(wait, (int, float)) or wait < 0:
+            raise ValueError(f'a scripted error\'s "retry_after" must be a number of seconds >= 0, got {wait!r}')
+        return
+    content = item.get("content")
+    if not isinstance(content, (str, list)) or not all(isinstance(b, dict) and "type" in b
+                                                       for b in _content_blocks(content)):
+        raise ValueError('a scripted response needs "content": a string or a list of blocks such as '
+                         '{"type": "text", "text": "..."}; an error needs "status"')
+    unknown = set(item) - {"content", "stop_reason", "stop_sequence"}
+    if unknown:
+        raise ValueError(f"a scripted response has unknown keys {sorted(unknown)}; "
+                         "use content, stop_reason, stop_sequence")
+
+
+def _content_blocks(content: str | list) -> list[dict]:
+    return [{"type": "text", "text": content}] if isinstance(content, str) else list(content)
+
+
+# --- building replies -------------------------------------------------------------------
+
+
+def _invalid(message: str) -> ApiError:
+    return ApiError(400, "invalid_request_error", message)
 
 
 def _parse_or_none(raw: bytes) -> Any:
@@ -470,7 +502,8 @@ def _parse_or_none(raw: bytes) -> Any:
 
 def _json_reply(status: int, obj: Any, rid: str, extra: dict[str, str] | None = None) -> MockReply:
     headers = {"content-type": "application/json", "request-id": rid, **(extra or {})}
-    return MockReply(status, headers, _dumps(obj))
+    body = json.dumps(obj, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+    return MockReply(status, headers, body)
 
 
 def _error(error: ApiError, rid: str, extra: dict[str, str] | None = None) -> MockReply:
@@ -481,57 +514,15 @@ def _error(error: ApiError, rid: str, extra: dict[str, str] | None = None) -> Mo
     return _json_reply(error.status, body, rid, headers)
 
 
-def _retry_headers(status: int, retry_after: float) -> dict[str, str]:
-    if status != 429:
-        return {}
-    return {"retry-after": f"{retry_after:g}", "retry-after-ms": f"{retry_after * 1000:g}"}
-
-
-def _fault_reply(fault: _Fault, rid: str) -> MockReply:
-    if fault.drop:
-        return MockReply(0, {}, b"", delay=fault.delay, drop=True)
-    status = fault.status or 500
-    message = fault.message or _FAULT_MESSAGES.get(status, f"Mock fault: HTTP {status}")
-    reply = _error(ApiError(status, _error_type(status), message), rid, _retry_headers(status, fault.retry_after))
-    reply.delay = fault.delay
-    return reply
-
-
-def _scripted_error(item: dict, rid: str) -> MockReply:
-    status = item["status"]
-    error = item.get("error") or {}
-    message = error.get("message") or _FAULT_MESSAGES.get(status, f"Scripted error: HTTP {status}")
-    api_error = ApiError(status, error.get("type") or _error_type(status), message)
-    return _error(api_error, rid, _retry_headers(status, item.get("retry_after", DEFAULT_RETRY_AFTER)))
-
-
-def _error_type(status: int) -> str:
-    if status in ERROR_TYPES:
-        return ERROR_TYPES[status]
-    return "api_error" if status >= 500 else "invalid_request_error"
-
-
-def _content_blocks(content: str | list) -> list[dict]:
-    return [{"type": "text", "text": content}] if isinstance(content, str) else list(content)
-
-
-def _check_scripted(item: Any) -> None:
-    """Fail at script() time, with a clear message, rather than mid-lesson."""
-    if not isinstance(item, dict):
-        raise ValueError(f"a scripted response must be a dict or a callable, got {type(item).__name__}")
-    if "status" in item:
-        status = item["status"]
-        if isinstance(status, bool) or not isinstance(status, int) or not 400 <= status <= 599:
-            raise ValueError(f"a scripted error needs an HTTP error status from 400 to 599, got {status!r}")
-        if not isinstance(item.get("error", {}), dict):
-            raise ValueError('a scripted error\'s "error" must be {"type": ..., "message": ...}')
-        return
-    content = item.get("content")
-    if not isinstance(content, (str, list)) or not all(isinstance(b, dict) and "type" in b
-                                                       for b in _content_blocks(content)):
-        raise ValueError('a scripted response needs "content": a string or a list of blocks such as '
-                         '{"type": "text", "text": "..."}; an error needs "status"')
-    unknown = set(item) - {"content", "stop_reason", "stop_sequence"}
-    if unknown:
-        raise ValueError(f"a scripted response has unknown keys {sorted(unknown)}; "
-                         "use content, stop_reason, stop_sequence")
+def _status_error(status: int, rid: str, *, retry_after: float, source: str,
+                  type_: str | None = None, message: str | None = None) -> MockReply:
+    """An injected fault or a scripted error: type and message default from the status,
+    and a 429 says when to retry, in seconds and in milliseconds as the real API does."""
+    if not type_:
+        type_ = ERROR_TYPES.get(status, "api_error" if status >= 500 else "invalid_request_error")
+    if not message:
+        message = _FAULT_MESSAGES.get(status, f"{source}: HTTP {status}")
+    retry = {}
+    if status == 429:
+        retry = {"retry-after": f"{retry_after:g}", "retry-after-ms": f"{retry_after * 1000:g}"}
+    return _error(ApiError(status, type_, message), rid, retry)

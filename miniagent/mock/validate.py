@@ -34,7 +34,7 @@ MAX_TOKENS_CAP = 128_000
 MAX_MESSAGES = 100_000
 MAX_PROMPT_TOKENS = 200_000
 TOOL_NAME_PATTERN = "^[a-zA-Z0-9_-]{1,128}$"
-_TOOL_NAME = re.compile(r"[a-zA-Z0-9_-]{1,128}")  # the pattern, for fullmatch
+_TOOL_NAME = re.compile(TOOL_NAME_PATTERN)  # used with fullmatch: `$` alone would accept a final "\n"
 
 # Known top-level fields the mock accepts but does not act on (it has no thinking,
 # no caching, no containers). Rejecting them would fail requests the real API serves.
@@ -58,12 +58,27 @@ class ApiError:
 class _Reject(Exception):
     """Raised deep inside the checks to stop at the first problem, as the API does."""
 
-    def __init__(self, message: str) -> None:
-        super().__init__(message)
-        self.message = message
+
+def validate_request(body: Any, *, version: str, count_tokens: bool = False,
+                     strict_alternation: bool = False) -> ApiError | None:
+    """The error the real API would return for this request body, or None if it is valid.
+
+    `version` is the request's `anthropic-version` header; `count_tokens` selects
+    the schema of `POST /v1/messages/count_tokens`; `strict_alternation` restores
+    the old rule that roles must alternate instead of being merged.
+    """
+    if version not in SUPPORTED_VERSIONS:
+        raise ValueError(f"version must be one of {SUPPORTED_VERSIONS}, got {version!r}")
+    try:
+        _check_schema(body, version, count_tokens)
+        _check_rules(body, count_tokens, strict_alternation)
+    except _Reject as reject:
+        return ApiError(400, "invalid_request_error", str(reject))
+    return None
 
 
 # --- small pydantic-style checks ------------------------------------------------------
+# Each raises _Reject with the text pydantic would give for `path`.
 
 
 def _join(path: str, key: str) -> str:
@@ -79,11 +94,6 @@ def _no_extras(obj: dict, allowed: set[str], path: str) -> None:
     for key in obj:
         if key not in allowed:
             raise _Reject(f"{_join(path, str(key))}: Extra inputs are not permitted")
-
-
-def _one_of(options: tuple[str, ...]) -> str:
-    quoted = [f"'{o}'" for o in options]
-    return quoted[0] if len(quoted) == 1 else f"{', '.join(quoted[:-1])} or {quoted[-1]}"
 
 
 def _tag(value: Any, path: str, allowed: tuple[str, ...]) -> str:
@@ -129,22 +139,18 @@ def _dict(value: Any, path: str) -> None:
         raise _Reject(f"{path}: Input should be a valid dictionary")
 
 
-def validate_request(body: Any, *, version: str, count_tokens: bool = False,
-                     strict_alternation: bool = False) -> ApiError | None:
-    """The error the real API would return for this request body, or None if it is valid.
+def _optional_string(value: Any, path: str) -> None:
+    if value is not None:
+        _string(value, path)
 
-    `version` is the request's `anthropic-version` header; `count_tokens` selects
-    the schema of `POST /v1/messages/count_tokens`; `strict_alternation` restores
-    the old rule that roles must alternate instead of being merged.
-    """
-    if version not in SUPPORTED_VERSIONS:
-        raise ValueError(f"version must be one of {SUPPORTED_VERSIONS}, got {version!r}")
-    try:
-        _check_schema(body, version, count_tokens)
-        _check_rules(body, count_tokens, strict_alternation)
-    except _Reject as reject:
-        return ApiError(400, "invalid_request_error", reject.message)
-    return None
+
+def _optional_list(value: Any, path: str) -> None:
+    if value is not None:
+        _list(value, path)
+
+
+def _any(value: Any, path: str) -> None:
+    """Accepted as given (documents' citations settings)."""
 
 
 # --- pass 1: the schema -----------------------------------------------------------
@@ -159,7 +165,7 @@ def _check_schema(body: Any, version: str, count_tokens: bool) -> None:
     allowed = _COUNT_TOKENS_FIELDS if count_tokens else _MESSAGES_FIELDS
     if version == "2023-06-01" and not count_tokens:
         allowed = allowed | _SAMPLING_FIELDS
-    for name, check in _TOP_LEVEL_CHECKS:
+    for name, check in _TOP_LEVEL_CHECKS.items():  # the ignored fields have no check
         if name in body and name in allowed:
             check(body[name], name, version)
     _no_extras(body, allowed, "")
@@ -172,7 +178,7 @@ def _check_model(value: Any, path: str, version: str) -> None:
 
 
 def _check_max_tokens(value: Any, path: str, version: str) -> None:
-    _integer(value, path)
+    _integer(value, path)  # its limits are rules of pass 2
 
 
 def _check_messages(value: Any, path: str, version: str) -> None:
@@ -182,25 +188,21 @@ def _check_messages(value: Any, path: str, version: str) -> None:
         _dict(message, p)
         _require(message, "role", p)
         _require(message, "content", p)
-        role = message["role"]
+        role, content = message["role"], message["content"]
         if role not in ("user", "assistant"):
             raise _Reject(f"{p}.role: Input should be 'user' or 'assistant'")
-        content = message["content"]
         if isinstance(content, list):
             for j, block in enumerate(content):
-                _check_block(block, f"{p}.content.{j}", _MESSAGE_BLOCKS, role, version)
+                _check_block(block, f"{p}.content.{j}", _MESSAGE_BLOCKS)
+                if version == "2026-10-21":
+                    _check_2026_block(block, f"{p}.content.{j}", role)
         elif not isinstance(content, str):
             raise _Reject(f"{p}.content: Input should be a valid string or a list of content blocks")
         _no_extras(message, {"role", "content"}, p)
 
 
 def _check_system(value: Any, path: str, version: str) -> None:
-    if isinstance(value, str):
-        return
-    if not isinstance(value, list):
-        raise _Reject(f"{path}: Input should be a valid string or a list of text blocks")
-    for j, block in enumerate(value):
-        _check_block(block, f"{path}.{j}", ("text",), "system", version)
+    _check_content(value, path, ("text",), "text blocks")
 
 
 def _check_stop_sequences(value: Any, path: str, version: str) -> None:
@@ -221,7 +223,6 @@ def _check_metadata(value: Any, path: str, version: str) -> None:
 
 
 def _check_unit_interval(value: Any, path: str, version: str) -> None:
-    """temperature and top_p: a number from 0 to 1 (API version 2023-06-01 only)."""
     _number(value, path)
     if value < 0:
         raise _Reject(f"{path}: Input should be greater than or equal to 0")
@@ -245,10 +246,8 @@ def _check_tool(tool: Any, path: str) -> None:
     _dict(tool, path)
     kind = tool.get("type", "custom")
     if kind != "custom":
-        raise _Reject(
-            f"{path}.type: server tools such as {kind!r} are not supported by the offline mock; "
-            "define a client tool with name, description and input_schema instead"
-        )
+        raise _Reject(f"{path}.type: server tools such as {kind!r} are not supported by the offline mock; "
+                      "define a client tool with name, description and input_schema instead")
     p = f"{path}.custom"
     _require(tool, "name", p)
     _require(tool, "input_schema", p)
@@ -265,13 +264,10 @@ def _check_tool(tool: Any, path: str) -> None:
     _require(schema, "type", f"{p}.input_schema")
     if schema["type"] != "object":
         raise _Reject(f"{p}.input_schema.type: Input should be 'object'")
-    for key, check in (("cache_control", _cache_control), ("strict", _boolean), ("input_examples", _list),
-                       ("defer_loading", _boolean), ("eager_input_streaming", _boolean),
-                       ("allowed_callers", _list)):
+    for key, check in _TOOL_OPTIONS.items():
         if key in tool:
             check(tool[key], f"{p}.{key}")
-    _no_extras(tool, {"type", "name", "description", "input_schema", "cache_control", "strict",
-                      "input_examples", "defer_loading", "eager_input_streaming", "allowed_callers"}, p)
+    _no_extras(tool, {"type", "name", "description", "input_schema", *_TOOL_OPTIONS}, p)
 
 
 def _check_tool_choice(value: Any, path: str, version: str) -> None:
@@ -289,24 +285,21 @@ def _check_tool_choice(value: Any, path: str, version: str) -> None:
     _no_extras(value, allowed, p)
 
 
-def _ignore(value: Any, path: str, version: str) -> None:
-    """Fields the mock accepts and does not act on: checked only for being present."""
-
-
-_TOP_LEVEL_CHECKS: list[tuple[str, Callable[[Any, str, str], None]]] = [
-    ("model", _check_model),
-    ("max_tokens", _check_max_tokens),
-    ("messages", _check_messages),
-    ("system", _check_system),
-    ("stop_sequences", _check_stop_sequences),
-    ("stream", _check_stream),
-    ("metadata", _check_metadata),
-    ("temperature", _check_unit_interval),
-    ("top_p", _check_unit_interval),
-    ("top_k", _check_top_k),
-    ("tools", _check_tools),
-    ("tool_choice", _check_tool_choice),
-] + [(name, _ignore) for name in sorted(_IGNORED_FIELDS)]
+# In the order the API checks them. temperature and top_p are numbers from 0 to 1.
+_TOP_LEVEL_CHECKS: dict[str, Callable[[Any, str, str], None]] = {
+    "model": _check_model,
+    "max_tokens": _check_max_tokens,
+    "messages": _check_messages,
+    "system": _check_system,
+    "stop_sequences": _check_stop_sequences,
+    "stream": _check_stream,
+    "metadata": _check_metadata,
+    "temperature": _check_unit_interval,
+    "top_p": _check_unit_interval,
+    "top_k": _check_top_k,
+    "tools": _check_tools,
+    "tool_choice": _check_tool_choice,
+}
 
 
 # --- content blocks -----------------------------------------------------------------
@@ -316,7 +309,17 @@ _RESULT_BLOCKS = ("text", "image", "document")
 _IMAGE_TYPES = ("image/jpeg", "image/png", "image/gif", "image/webp")
 
 
-def _check_block(block: Any, path: str, allowed: tuple[str, ...], role: str, version: str) -> None:
+def _check_content(value: Any, path: str, allowed: tuple[str, ...], what: str) -> None:
+    """A string, or a list of blocks of the `allowed` types."""
+    if isinstance(value, str):
+        return
+    if not isinstance(value, list):
+        raise _Reject(f"{path}: Input should be a valid string or a list of {what}")
+    for j, block in enumerate(value):
+        _check_block(block, f"{path}.{j}", allowed)
+
+
+def _check_block(block: Any, path: str, allowed: tuple[str, ...]) -> None:
     """One content block: a known `type`, its required fields, no unknown keys.
 
     Errors inside a block name the block type in the path
@@ -331,13 +334,16 @@ def _check_block(block: Any, path: str, allowed: tuple[str, ...], role: str, ver
         if name in block:
             check(block[name], f"{p}.{name}")
     _no_extras(block, {"type", *required, *optional}, p)
-    if version == "2026-10-21":
-        if kind == "document" and role == "assistant":
-            raise _Reject(f"{path}: `document` blocks are not allowed in assistant messages "
-                          "on anthropic-version 2026-10-21; move the document to a user message")
-        if kind == "text" and role == "user" and block.get("citations"):
-            raise _Reject(f"{path}: `text` blocks with citations are not allowed in user messages "
-                          "on anthropic-version 2026-10-21; remove the citations")
+
+
+def _check_2026_block(block: dict, path: str, role: str) -> None:
+    """What version 2026-10-21 no longer allows in a message's own blocks (our wording)."""
+    if block["type"] == "document" and role == "assistant":
+        raise _Reject(f"{path}: `document` blocks are not allowed in assistant messages "
+                      "on anthropic-version 2026-10-21; move the document to a user message")
+    if block["type"] == "text" and role == "user" and block.get("citations"):
+        raise _Reject(f"{path}: `text` blocks with citations are not allowed in user messages "
+                      "on anthropic-version 2026-10-21; remove the citations")
 
 
 def _image_source(value: Any, path: str) -> None:
@@ -348,7 +354,8 @@ def _image_source(value: Any, path: str) -> None:
         _require(value, name, p)
         _string(value[name], f"{p}.{name}")
     if kind == "base64" and value["media_type"] not in _IMAGE_TYPES:
-        raise _Reject(f"{p}.media_type: Input should be {_one_of(_IMAGE_TYPES)}")
+        quoted = [f"'{t}'" for t in _IMAGE_TYPES]
+        raise _Reject(f"{p}.media_type: Input should be {', '.join(quoted[:-1])} or {quoted[-1]}")
     _no_extras(value, {"type", *fields}, p)
 
 
@@ -359,12 +366,7 @@ def _document_source(value: Any, path: str) -> None:
 
 
 def _result_content(value: Any, path: str) -> None:
-    if isinstance(value, str):
-        return
-    if not isinstance(value, list):
-        raise _Reject(f"{path}: Input should be a valid string or a list of content blocks")
-    for k, block in enumerate(value):
-        _check_block(block, f"{path}.{k}", _RESULT_BLOCKS, "user", "2023-06-01")
+    _check_content(value, path, _RESULT_BLOCKS, "content blocks")
 
 
 def _cache_control(value: Any, path: str) -> None:
@@ -374,34 +376,24 @@ def _cache_control(value: Any, path: str) -> None:
     _no_extras(value, {"type", "ttl"}, f"{path}.{kind}")
 
 
-def _optional_string(value: Any, path: str) -> None:
-    if value is not None:
-        _string(value, path)
+_Check = Callable[[Any, str], None]
 
-
-def _optional_list(value: Any, path: str) -> None:
-    if value is not None:
-        _list(value, path)
-
-
-def _any(value: Any, path: str) -> None:
-    """Documents' citations settings: accepted as given."""
-
-
-_BLOCK_FIELDS: dict[str, tuple[dict[str, Callable[[Any, str], None]], dict[str, Callable[[Any, str], None]]]] = {
-    # type: ({required field: check}, {optional field: check})
-    "text": ({"text": _string},
-             {"cache_control": _cache_control, "citations": _optional_list}),
+# type: ({required field: check}, {optional field: check})
+_BLOCK_FIELDS: dict[str, tuple[dict[str, _Check], dict[str, _Check]]] = {
+    "text": ({"text": _string}, {"cache_control": _cache_control, "citations": _optional_list}),
     "image": ({"source": _image_source}, {"cache_control": _cache_control}),
     "document": ({"source": _document_source},
                  {"cache_control": _cache_control, "citations": _any, "context": _optional_string,
                   "title": _optional_string}),
-    "tool_use": ({"id": _string, "name": _string,
-                  "input": _dict},
-                 {"cache_control": _cache_control}),
+    "tool_use": ({"id": _string, "name": _string, "input": _dict}, {"cache_control": _cache_control}),
     "tool_result": ({"tool_use_id": _string},
-                    {"content": _result_content, "is_error": _boolean,
-                     "cache_control": _cache_control}),
+                    {"content": _result_content, "is_error": _boolean, "cache_control": _cache_control}),
+}
+
+# A client tool's optional fields besides its description.
+_TOOL_OPTIONS: dict[str, _Check] = {
+    "cache_control": _cache_control, "strict": _boolean, "input_examples": _list,
+    "defer_loading": _boolean, "eager_input_streaming": _boolean, "allowed_callers": _list,
 }
 
 
@@ -409,8 +401,10 @@ _BLOCK_FIELDS: dict[str, tuple[dict[str, Callable[[Any, str], None]], dict[str, 
 
 
 def _check_rules(body: dict, count_tokens: bool, strict_alternation: bool) -> None:
-    _check_tool_names(body.get("tools") or [])
-    _check_tool_choice_target(body.get("tool_choice"), body.get("tools") or [])
+    names = [tool["name"] for tool in body.get("tools") or []]
+    if len(set(names)) != len(names):
+        raise _Reject("tools: Tool names must be unique.")
+    _check_tool_choice_target(body.get("tool_choice"), names)
     if not count_tokens:
         max_tokens = body["max_tokens"]
         if max_tokens < 0:
@@ -433,17 +427,10 @@ def _check_rules(body: dict, count_tokens: bool, strict_alternation: bool) -> No
         raise _Reject(f"prompt is too long: {tokens} tokens > {MAX_PROMPT_TOKENS} maximum")
 
 
-def _check_tool_names(tools: list[dict]) -> None:
-    names = [tool["name"] for tool in tools]
-    if len(set(names)) != len(names):
-        raise _Reject("tools: Tool names must be unique.")
-
-
-def _check_tool_choice_target(choice: dict | None, tools: list[dict]) -> None:
-    """`any` and `tool` force a tool call, so there must be a tool to call."""
+def _check_tool_choice_target(choice: dict | None, names: list[str]) -> None:
+    """`any` and `tool` force a tool call, so there must be a tool to call (our wording)."""
     if not choice or choice["type"] not in ("any", "tool"):
         return
-    names = [tool["name"] for tool in tools]
     if not names:
         raise _Reject(f"tool_choice: `{choice['type']}` forces a tool call but the request has no "
                       "`tools`; add the tools or drop tool_choice")
