@@ -1,29 +1,25 @@
 """Context policies: which part of a growing history each model call gets to see.
 
-An agent appends to its `messages` list every turn, and every call sends all of
-it again, so turn k costs about k times a turn's tokens and a conversation of n
-turns costs about n squared / 2 in total. A policy bounds that. It has two hooks
+Every call resends the whole history, so turn k costs about k times a turn's
+tokens and n turns cost about n squared / 2. A policy bounds that with two hooks
 the agent loop calls:
 
-- `view(messages) -> list[dict]`, just before each model call: the list to send.
-  It never changes its input; the agent keeps the full history and only the
-  request is shortened. (The article's `trimMessages` trims the only copy, so
-  whatever it drops is gone for good.) A view is a new list that shares the
-  message dicts with the history: treat it as read-only.
-- `on_tool_results(results) -> list[dict]`, with one turn's `tool_result` blocks
-  before they enter the history: the place to shrink a tool's huge output once,
-  instead of paying for it on every later call.
+- `view(messages)`, before each model call: the list to send. It never changes
+  its input, so the agent keeps the full history and only the request shrinks.
+  (The article's `trimMessages` trims the only copy: what it drops is gone.) The
+  view shares the message dicts with the history: treat it as read-only.
+- `on_tool_results(results)`, with one turn's `tool_result` blocks before they
+  enter the history: shrink a huge output once instead of on every later call.
 
-Every cut must leave a conversation the API accepts: a `tool_result` whose
-`tool_use` was dropped (or the reverse) is a 400. `safe_cuts` finds the places
-where a history may be cut; the windows below only cut there.
+A cut must leave a conversation the API accepts: a `tool_result` whose
+`tool_use` was dropped (or the reverse) is a 400. `safe_cuts` finds where a
+history may be cut, and the windows only cut there.
 
 Policies, from light to heavy: `NaiveWindow` (the article's, kept to show its
-bug), `SlidingWindow` (counted in messages), `TokenBudget` (counted in tokens),
-`Summarize` (older turns replaced by a model-written summary),
-`TruncateToolResults` and `SummarizeToolResults` (long tool output shrunk when it
-arrives). `Compose` chains several. Each one counts what it did (`stats()`), so a
-notebook can show what it saved and what it cost.
+bug), `SlidingWindow` (in messages), `TokenBudget` (in tokens), `Summarize`
+(older turns replaced by a model-written summary), `TruncateToolResults` and
+`SummarizeToolResults` (long tool output shrunk on arrival). `Compose` chains
+them. Each counts what it did (`stats()`), so a notebook can show the savings.
 """
 
 from __future__ import annotations
@@ -60,52 +56,50 @@ TOOL_SUMMARY_INSTRUCTIONS = (
 # --- where a history may be cut ----------------------------------------------------
 
 
+def _is(block: Any, kind: str) -> bool:
+    return isinstance(block, dict) and block.get("type") == kind
+
+
 def _has(message: dict, kind: str) -> bool:
-    return any(b.get("type") == kind for b in blocks(message.get("content")))
+    return any(_is(b, kind) for b in blocks(message.get("content")))
 
 
 def safe_cuts(messages: list[dict]) -> list[int]:
     """Every k for which `[messages[0]] + messages[k:]` is still a valid conversation.
 
-    Assumes `messages` itself is valid and starts with a user message (the anchor).
-    k = 1 (drop nothing) is always safe when there is more than one message. Past
-    that, the API merges consecutive same-role messages into one turn, so a cut is
-    judged by the turn it lands in:
-    - a user message after the anchor merges with it; if that turn carries
-      `tool_result` blocks, their `tool_use` is gone: unsafe;
-    - an assistant message is safe unless an earlier part of its own turn (dropped
-      by the cut) holds a `tool_use`: the results in the next turn would answer a
-      call that is no longer there.
-    Returned in increasing order: the first keeps the most, the last the least.
+    Assumes `messages` is valid and starts with a user message (the anchor).
+    k = 1 drops nothing and is always safe. Past that, the API merges consecutive
+    same-role messages into one turn, so a cut is judged by the turn it lands in:
+    - a user message merges with the anchor; if it carries `tool_result` blocks,
+      their `tool_use` is gone: unsafe;
+    - an assistant message is unsafe if an earlier part of its turn (dropped by
+      the cut) holds a `tool_use`: the next turn's results would answer nothing.
+    In increasing order: the first cut keeps the most, the last the least.
     """
-    n = len(messages)
-    if n < 2:
+    if len(messages) < 2:
         return []
     cuts = [1]
     use_before = False  # a tool_use earlier in the assistant turn that messages[k] belongs to
-    for k in range(1, n):
-        if messages[k]["role"] == "assistant" and messages[k - 1]["role"] == "assistant":
-            use_before = use_before or _has(messages[k - 1], "tool_use")
-        else:
+    for k in range(2, len(messages)):
+        message, previous = messages[k], messages[k - 1]
+        if message["role"] == "user":  # tool_results open their turn, so this message would hold them
             use_before = False
-        if k == 1:
-            continue
-        if messages[k]["role"] == "assistant":
-            safe = not use_before
-        else:  # tool_results open their turn, so messages[k] itself would hold them
-            safe = not _has(messages[k], "tool_result")
-        if safe:
-            cuts.append(k)
+            if not _has(message, "tool_result"):
+                cuts.append(k)
+        else:
+            use_before = previous["role"] == "assistant" and (use_before or _has(previous, "tool_use"))
+            if not use_before:
+                cuts.append(k)
     return cuts
 
 
 def _window(messages: list[dict], fits: Callable[[int], bool]) -> tuple[list[dict], bool]:
-    """The anchor plus the longest tail that fits, cut at a safe point.
+    """(view, overflow): the anchor plus the longest tail that fits, cut at a safe point.
 
-    `fits(k)` says whether the view `[messages[0]] + messages[k:]` is small enough.
-    Returns (view, overflow). When no cut fits, the view is the smallest valid one
-    (the anchor plus the last indivisible unit) and overflow is True: an oversized
-    request may still be served, an invalid one is a certain 400.
+    `fits(k)` says whether `[messages[0]] + messages[k:]` is small enough. When no
+    cut fits, the view is the smallest valid one (the anchor plus the last
+    indivisible unit) and overflow is True: an oversized request may still be
+    served, an invalid one is a certain 400.
     """
     if not messages:
         return [], False
@@ -116,20 +110,16 @@ def _window(messages: list[dict], fits: Callable[[int], bool]) -> tuple[list[dic
 
 
 def _checked(messages: Any, who: str) -> list[dict]:
-    """`messages` if it looks like a history a window can work on; a clear error if not."""
     if not isinstance(messages, list):
         raise TypeError(f"{who}.view() takes the list of message dicts, got {type(messages).__name__}")
     for i, m in enumerate(messages):
         if not isinstance(m, dict) or m.get("role") not in ("user", "assistant") or "content" not in m:
-            raise ValueError(
-                f"{who}: messages[{i}] is not a message dict with role 'user' or 'assistant' and a "
-                f"'content' (got {_clip(repr(m))}); build messages with miniagent.messages.user()/assistant()"
-            )
+            raise ValueError(f"{who}: messages[{i}] is not a message dict with role 'user' or 'assistant' and a "
+                             f"'content' (got {_clip(repr(m))}); "
+                             "build messages with miniagent.messages.user()/assistant()")
     if messages and messages[0]["role"] != "user":
-        raise ValueError(
-            f"{who}: the history must start with a user message (the anchor every view keeps), "
-            f"but messages[0] has role {messages[0]['role']!r}"
-        )
+        raise ValueError(f"{who}: the history must start with a user message (the anchor every view keeps), "
+                         f"but messages[0] has role {messages[0]['role']!r}")
     return messages
 
 
@@ -138,39 +128,35 @@ def _clip(text: str, limit: int = 80) -> str:
 
 
 def _positive_int(value: Any, name: str, minimum: int = 1) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
+    if not isinstance(value, int) or value < minimum:
         raise ValueError(f"{name} must be an int >= {minimum}, got {value!r}")
     return value
 
 
 def _needs_create(client: Any, who: str) -> Any:
     if not callable(getattr(client, "create", None)):
-        raise TypeError(
-            f"{who} needs a client with a create(messages=..., system=..., max_tokens=...) method, "
-            f"such as miniagent.connect(); got {type(client).__name__}"
-        )
+        raise TypeError(f"{who} needs a client with a create(messages=..., system=..., max_tokens=...) method, "
+                        f"such as miniagent.connect(); got {type(client).__name__}")
     return client
 
 
-def _tokens_spent(response: dict, prompt: str, answer: str) -> int:
-    """Input + output tokens of a call, from its `usage` (estimated if absent)."""
+def _ask_for_summary(client: Any, prompt: str, system: str, max_tokens: int) -> tuple[str, int]:
+    """(summary, tokens the call cost): input + output from its `usage`, estimated if absent."""
+    response = client.create(messages=[user(prompt)], system=system, max_tokens=max_tokens)
+    summary = text_of(response).strip() or "(the model returned an empty summary)"
     usage = response.get("usage") or {}
     if "input_tokens" in usage or "output_tokens" in usage:
-        return int(usage.get("input_tokens", 0)) + int(usage.get("output_tokens", 0))
-    return estimate_text(prompt) + estimate_text(answer)
+        return summary, int(usage.get("input_tokens", 0)) + int(usage.get("output_tokens", 0))
+    return summary, estimate_text(prompt) + estimate_text(summary)
 
 
 # --- the policies --------------------------------------------------------------------
 
 
 class Policy:
-    """Both hooks as no-ops: send everything, keep tool output as it is.
+    """Both hooks as no-ops: send everything, keep tool output as it is. Subclasses override what they change."""
 
-    Subclasses override what they change. `COUNTERS` names the attributes that
-    `stats()` reports.
-    """
-
-    COUNTERS: tuple[str, ...] = ("calls",)
+    COUNTERS: tuple[str, ...] = ("calls",)  # the attributes stats() reports
 
     def __init__(self) -> None:
         self.calls = 0
@@ -196,12 +182,10 @@ class Policy:
 class NaiveWindow(Policy):
     """The article's `trimMessages`, exactly: the first message plus the last `max_turns * 2 - 1`.
 
-    Kept as a teaching exhibit, because it is wrong. It counts messages without
-    looking at them, so the cut can fall between an assistant `tool_use` and the
-    user turn holding its `tool_result`: the view then starts (after the anchor)
-    with a `tool_result` answering nothing, and the API answers 400 ("unexpected
-    `tool_use_id` found in `tool_result` blocks"). The strict mock does the same.
-    Use `SlidingWindow` instead.
+    Kept as a teaching exhibit, because it is wrong: it counts messages without
+    looking at them, so the cut can fall between a `tool_use` and its
+    `tool_result`, and the API (and the strict mock) answers 400 ("unexpected
+    `tool_use_id` found in `tool_result` blocks"). Use `SlidingWindow` instead.
     """
 
     COUNTERS = ("calls", "dropped_messages")
@@ -227,12 +211,10 @@ class NaiveWindow(Policy):
 class SlidingWindow(Policy):
     """The first user message plus the most recent messages, at most `max_messages` in all.
 
-    Pair-safe: it cuts only where `safe_cuts` allows, so no `tool_result` loses its
-    `tool_use` and the view passes `conversation_error`. It may keep one or two
-    messages fewer than the limit to get there. If even the anchor plus the last
-    indivisible unit (the last user turn, or the last tool_use turn and its
-    results) is longer than `max_messages`, that minimal view is sent anyway and
-    `last_overflow` is True.
+    Pair-safe: it cuts only where `safe_cuts` allows, keeping a message or two
+    fewer than the limit if it must. If even the anchor plus the last indivisible
+    unit (the last user turn, or the last tool_use turn and its results) is too
+    long, that minimal view is sent anyway and `last_overflow` is True.
     """
 
     COUNTERS = ("calls", "dropped_messages", "overflows")
@@ -261,13 +243,10 @@ class SlidingWindow(Policy):
 class TokenBudget(Policy):
     """Like `SlidingWindow`, measured in estimated tokens instead of messages.
 
-    The view fits `estimate_messages(view) <= max_tokens - reserve`. Use `reserve`
-    for what the request adds around the messages (the system prompt and the tool
-    schemas: `miniagent.tokens.estimate_request` with an empty message list gives
-    it). The anchor and as much recent history as fits are kept. When even the
-    anchor plus the last indivisible unit is over budget, that minimal valid view
-    is returned anyway and `last_overflow` is True (False otherwise): an invalid
-    request would fail for sure, an oversized one only might.
+    The view fits `estimate_messages(view) <= max_tokens - reserve`. `reserve` is
+    for what the request adds around the messages, the system prompt and the tool
+    schemas (`miniagent.tokens.estimate_request` of a body with no messages gives
+    it). Overflow works as in `SlidingWindow`.
     """
 
     COUNTERS = ("calls", "dropped_messages", "overflows", "last_tokens")
@@ -275,7 +254,7 @@ class TokenBudget(Policy):
     def __init__(self, max_tokens: int, reserve: int = 0):
         super().__init__()
         self.max_tokens = _positive_int(max_tokens, "max_tokens")
-        if isinstance(reserve, bool) or not isinstance(reserve, int) or not 0 <= reserve < max_tokens:
+        if not isinstance(reserve, int) or not 0 <= reserve < max_tokens:
             raise ValueError(f"reserve must be an int with 0 <= reserve < max_tokens ({max_tokens}), got {reserve!r}")
         self.reserve = reserve
         self.dropped_messages = 0
@@ -285,18 +264,13 @@ class TokenBudget(Policy):
 
     @property
     def budget(self) -> int:
-        """Tokens the messages may use."""
         return self.max_tokens - self.reserve
 
     def view(self, messages: list[dict]) -> list[dict]:
         messages = _checked(messages, "TokenBudget")
         self.calls += 1
         sizes = [estimate_message(m) for m in messages]
-        tail = [0] * (len(messages) + 1)  # tail[k]: tokens of messages[k:]
-        for k in range(len(messages) - 1, -1, -1):
-            tail[k] = tail[k + 1] + sizes[k]
-        head = sizes[0] if sizes else 0
-        view, self.last_overflow = _window(messages, lambda k: head + tail[k] <= self.budget)
+        view, self.last_overflow = _window(messages, lambda k: sizes[0] + sum(sizes[k:]) <= self.budget)
         self.last_tokens = estimate_messages(view)
         self.dropped_messages += len(messages) - len(view)
         self.overflows += self.last_overflow
@@ -345,19 +319,16 @@ class Summarize(Policy):
 
     When the unsummarised part of the history passes `trigger_tokens`, the oldest
     messages are folded into the summary, leaving about `keep_recent_tokens` of
-    recent history as it was (cut at a safe point, so the view stays valid). The
-    view is then one user message, "[Summary of the earlier conversation]" with the
-    summary and the first user message verbatim (the task everything else serves),
-    followed by the kept turns.
+    recent history (cut at a safe point). The view is then one user message holding
+    the summary and the first user message verbatim (the task everything else
+    serves), followed by the kept turns.
 
-    A summary costs a model call, so it is cached with the number of history
-    messages it covers. Later calls reuse it and only summarise again when the part
-    after it passes the trigger again; the new summary is made from the old one
-    plus the newly old turns. One instance belongs to one conversation: if it is
-    shown a different history (another first message, or a shorter one), it
-    forgets its summary and starts over.
-
-    If the call fails, the exception propagates and the cache is left as it was.
+    A summary costs a model call, so it is cached with the number of messages it
+    covers, and remade (from the old summary plus the newly old turns) only when
+    the part after it passes the trigger again. One instance serves one
+    conversation: shown another one (a different first message, or a shorter
+    history), it forgets its summary. If the call fails, the exception propagates
+    and the cache is left as it was.
     """
 
     COUNTERS = ("calls", "summaries_made", "summary_tokens", "covered")
@@ -367,13 +338,11 @@ class Summarize(Policy):
         super().__init__()
         self.client = _needs_create(client, "Summarize")
         self.trigger_tokens = _positive_int(trigger_tokens, "trigger_tokens")
-        keep = keep_recent_tokens
-        if isinstance(keep, bool) or not isinstance(keep, int) or not 0 <= keep < trigger_tokens:
-            raise ValueError(
-                f"keep_recent_tokens must be an int with 0 <= keep_recent_tokens < trigger_tokens "
-                f"({trigger_tokens}), got {keep!r}; otherwise every call would summarise again"
-            )
-        self.keep_recent_tokens = keep
+        if not isinstance(keep_recent_tokens, int) or not 0 <= keep_recent_tokens < trigger_tokens:
+            raise ValueError(f"keep_recent_tokens must be an int with 0 <= keep_recent_tokens < trigger_tokens "
+                             f"({trigger_tokens}), got {keep_recent_tokens!r}; "
+                             "otherwise every call would summarise again")
+        self.keep_recent_tokens = keep_recent_tokens
         self.max_summary_tokens = _positive_int(max_summary_tokens, "max_summary_tokens")
         self.system = system
         self.summaries_made = 0
@@ -409,6 +378,7 @@ class Summarize(Policy):
         self.summary, self.covered, self._anchor, self._last_covered = None, 0, None, None
 
     def _same_conversation(self, messages: list[dict]) -> bool:
+        """Whether `messages` still begins with the history the summary covers (copies kept in _summarise)."""
         if not self.covered:
             return True
         return (len(messages) > self.covered and messages[0] == self._anchor
@@ -418,35 +388,28 @@ class Summarize(Policy):
         """Where the new summary should end: keep ~keep_recent_tokens; 0 if no cut moves forward.
 
         A cut at a user question (a turn boundary) is preferred, so a question stays
-        with the tool calls that answer it: the first boundary leaving at most
-        keep_recent_tokens, else the last boundary leaving at most trigger_tokens.
-        Only a turn too long for either is cut between its tool rounds.
+        with the tool calls that answer it. Only a turn too long to keep is cut
+        between its tool rounds.
         """
         later = [k for k in safe_cuts(messages) if k > max(self.covered, 1)]
         tail = {k: estimate_messages(messages[k:]) for k in later}
         turns = [k for k in later if messages[k]["role"] == "user"]
-        for k in turns:
-            if tail[k] <= self.keep_recent_tokens:
-                return k
-        under_trigger = [k for k in turns if tail[k] <= self.trigger_tokens]
-        if under_trigger:
-            return under_trigger[0]
-        for k in later:
-            if tail[k] <= self.keep_recent_tokens:
-                return k
+        # In order of preference: which cuts, leaving at most how many tokens.
+        for cuts, limit in ((turns, self.keep_recent_tokens), (turns, self.trigger_tokens),
+                            (later, self.keep_recent_tokens)):
+            for k in cuts:  # the first that fits keeps the most
+                if tail[k] <= limit:
+                    return k
         return later[-1] if later else 0
 
     def _summarise(self, messages: list[dict], cut: int) -> None:
         prompt = summary_prompt(self.summary, messages[self.covered:cut])
-        response = self.client.create(messages=[user(prompt)], system=self.system,
-                                      max_tokens=self.max_summary_tokens)
-        text = text_of(response).strip() or "(the model returned an empty summary)"
-        self.summary = text
+        self.summary, tokens = _ask_for_summary(self.client, prompt, self.system, self.max_summary_tokens)
         self.covered = cut
         self._anchor = copy.deepcopy(messages[0])
         self._last_covered = copy.deepcopy(messages[cut - 1])
         self.summaries_made += 1
-        self.summary_tokens += _tokens_spent(response, prompt, text)
+        self.summary_tokens += tokens
 
     def describe(self) -> str:
         return (f"Summarize(trigger_tokens={self.trigger_tokens}, keep_recent_tokens={self.keep_recent_tokens}): "
@@ -456,13 +419,12 @@ class Summarize(Policy):
 class TruncateToolResults(Policy):
     """Long tool output cut to `max_chars` when it arrives, keeping its head and tail.
 
-    `on_tool_results` shortens each `tool_result` whose text is longer than
-    `max_chars` with `miniagent.tools.truncate_text`: the first `head_ratio` of the
-    room goes to the start, the rest to the end, and a marker in the middle says
-    how many characters were left out. A result made of blocks has its text blocks
-    joined into one cut text block (other blocks, such as images, follow it).
     Cutting once at the door is cheaper than paying for the full text on every
-    later call. `view` sends the history as it is.
+    later call. The cut is `miniagent.tools.truncate_text`'s: `head_ratio` of the
+    room for the start, the rest for the end, a marker in the middle saying how
+    much was left out. A result made of blocks has its text blocks joined into
+    one cut text block, followed by its other blocks (images). `view` sends the
+    history as it is.
     """
 
     COUNTERS = ("calls", "truncated_results", "chars_removed")
@@ -470,18 +432,14 @@ class TruncateToolResults(Policy):
     def __init__(self, max_chars: int, head_ratio: float = 0.7):
         super().__init__()
         self.max_chars = _positive_int(max_chars, "max_chars", minimum=100)
-        if isinstance(head_ratio, bool) or not isinstance(head_ratio, (int, float)) or not 0 <= head_ratio <= 1:
+        if not isinstance(head_ratio, (int, float)) or not 0 <= head_ratio <= 1:
             raise ValueError(f"head_ratio must be a number between 0 and 1, got {head_ratio!r}")
         self.head_ratio = float(head_ratio)
         self.truncated_results = 0
         self.chars_removed = 0
 
-    def view(self, messages: list[dict]) -> list[dict]:
-        self.calls += 1
-        return list(messages)
-
     def on_tool_results(self, results: list[dict]) -> list[dict]:
-        return [self._cut(b) if isinstance(b, dict) and b.get("type") == "tool_result" else b for b in results]
+        return [self._cut(b) if _is(b, "tool_result") else b for b in results]
 
     def _cut(self, block: dict) -> dict:
         content = block.get("content", "")
@@ -491,11 +449,10 @@ class TruncateToolResults(Policy):
             return {**block, "content": self._shorter(content)}
         if not isinstance(content, list):
             return block
-        is_text = [isinstance(c, dict) and c.get("type") == "text" for c in content]
-        text = "\n".join(c.get("text", "") for c, t in zip(content, is_text) if t)
+        text = "\n".join(c.get("text", "") for c in content if _is(c, "text"))
         if len(text) <= self.max_chars:
             return block
-        others = [c for c, t in zip(content, is_text) if not t]
+        others = [c for c in content if not _is(c, "text")]
         return {**block, "content": [text_block(self._shorter(text)), *others]}
 
     def _shorter(self, text: str) -> str:
@@ -511,10 +468,9 @@ class TruncateToolResults(Policy):
 class SummarizeToolResults(Policy):
     """Long tool output replaced by a model-written summary when it arrives.
 
-    The article's second option for big tool results. It keeps meaning that a cut
-    in the middle would lose, at the price of one extra model call per long result
-    (counted in `summaries_made` and `summary_tokens`). Results of `max_chars`
-    characters or fewer pass through unchanged.
+    The article's second option for big tool results: it keeps meaning that a cut
+    in the middle would lose, at the price of one model call per result longer
+    than `max_chars` (counted in `summaries_made` and `summary_tokens`).
     """
 
     COUNTERS = ("calls", "summaries_made", "summary_tokens", "chars_removed")
@@ -530,28 +486,20 @@ class SummarizeToolResults(Policy):
         self.summary_tokens = 0
         self.chars_removed = 0
 
-    def view(self, messages: list[dict]) -> list[dict]:
-        self.calls += 1
-        return list(messages)
-
     def on_tool_results(self, results: list[dict]) -> list[dict]:
-        return [self._summarise(b) if isinstance(b, dict) and b.get("type") == "tool_result" else b
-                for b in results]
+        return [self._summarise(b) if _is(b, "tool_result") else b for b in results]
 
     def _summarise(self, block: dict) -> dict:
         text = result_text(block)
         if len(text) <= self.max_chars:
             return block
         prompt = f"{TOOL_SUMMARY_INSTRUCTIONS}\n\n<tool_output>\n{text}\n</tool_output>"
-        response = self.client.create(messages=[user(prompt)], system=self.system,
-                                      max_tokens=self.max_summary_tokens)
-        summary = text_of(response).strip() or "(the model returned an empty summary)"
+        summary, tokens = _ask_for_summary(self.client, prompt, self.system, self.max_summary_tokens)
         new = f"[Summary of a {len(text):,}-character tool result]\n{summary}"
         self.summaries_made += 1
-        self.summary_tokens += _tokens_spent(response, prompt, summary)
+        self.summary_tokens += tokens
         self.chars_removed += len(text) - len(new)
-        content = block.get("content")
-        content = content if isinstance(content, list) else []
+        content = block["content"] if isinstance(block.get("content"), list) else []
         others = [c for c in content if isinstance(c, dict) and c.get("type") != "text"]
         return {**block, "content": [text_block(new), *others] if others else new}
 

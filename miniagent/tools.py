@@ -1,9 +1,9 @@
 """Tools: a name, a description, a JSON Schema and a callable.
 
-The model never runs anything. It reads the `tools` list of the request (names,
-descriptions, input schemas), and when it wants a tool it answers with a
-`tool_use` block: a name and a JSON object of arguments. Our code runs the
-function and sends back a `tool_result` block. This module is that contract:
+The model never runs anything. It reads the request's `tools` list (names,
+descriptions, input schemas) and, to use one, answers with a `tool_use` block: a
+name and a JSON object of arguments. Our code runs the function and answers with
+a `tool_result` block. This module is that contract:
 
 - `Tool` and `@tool`: describe a Python function to the model. The schema is built
   from the type hints and the description from the docstring, so the two cannot
@@ -47,8 +47,8 @@ DEFAULT_MAX_OUTPUT_CHARS = 8_000
 class Tool:
     """What the model sees (name, description, input_schema) and what we run (fn).
 
-    `fn` is called with the tool_use's `input` as keyword arguments. `timeout` is
-    how many seconds the registry waits for it before answering with an error.
+    `fn` gets the tool_use's `input` as keyword arguments; `timeout` is how long
+    the registry waits for it before answering with an error.
     """
 
     name: str
@@ -60,22 +60,18 @@ class Tool:
     def __post_init__(self) -> None:
         # Checked here, not by the API later: a bad tool should fail where it is defined.
         if not isinstance(self.name, str) or not NAME_PATTERN.match(self.name):
-            raise ValueError(
-                f"tool name {self.name!r} is not allowed: the API wants 1-128 characters "
-                "from a-z, A-Z, 0-9, '_' and '-' (pass name=... to choose one)"
-            )
+            raise ValueError(f"tool name {self.name!r} is not allowed: the API wants 1-128 characters "
+                             "from a-z, A-Z, 0-9, '_' and '-' (pass name=... to choose one)")
         if not isinstance(self.input_schema, dict) or self.input_schema.get("type") != "object":
-            raise ValueError(
-                f"tool {self.name!r}: input_schema must be a JSON Schema dict with \"type\": \"object\", "
-                f"got {self.input_schema!r}"
-            )
+            raise ValueError(f"tool {self.name!r}: input_schema must be a JSON Schema dict with "
+                             f"\"type\": \"object\", got {self.input_schema!r}")
         if not callable(self.fn):
             raise TypeError(f"tool {self.name!r}: fn must be callable, got {type(self.fn).__name__}")
         if isinstance(self.timeout, bool) or not isinstance(self.timeout, (int, float)) or self.timeout <= 0:
             raise ValueError(f"tool {self.name!r}: timeout must be a positive number of seconds, got {self.timeout!r}")
 
     def schema(self) -> dict:
-        """The tool's entry in the request's `tools` list."""
+        """This tool's entry in the request's `tools` list."""
         return {"name": self.name, "description": self.description, "input_schema": self.input_schema}
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
@@ -86,13 +82,8 @@ class Tool:
 # --- @tool: a schema from type hints and a docstring -------------------------------
 
 
-def tool(
-    fn: Callable[..., Any] | None = None,
-    *,
-    name: str | None = None,
-    description: str | None = None,
-    timeout: float = DEFAULT_TIMEOUT,
-) -> Any:
+def tool(fn: Callable[..., Any] | None = None, *, name: str | None = None,
+         description: str | None = None, timeout: float = DEFAULT_TIMEOUT) -> Any:
     """Turn a function into a `Tool`; usable bare (`@tool`) or with arguments.
 
     The description is the docstring's text before `Args:`; the parameter
@@ -101,16 +92,12 @@ def tool(
     """
 
     def build(f: Callable[..., Any]) -> Tool:
-        tool_name = name or getattr(f, "__name__", None)
-        if not tool_name:
-            raise TypeError(f"cannot name the tool for {f!r}: pass name=...")
+        tool_name = name or f.__name__
         summary, param_docs = parse_docstring(inspect.getdoc(f) or "")
         text = description if description is not None else summary
         if not text.strip():
-            raise ValueError(
-                f"tool {tool_name!r} has no description: the model decides when to call a tool from its "
-                "description alone, so write a docstring or pass description=..."
-            )
+            raise ValueError(f"tool {tool_name!r} has no description: the model decides when to call a tool "
+                             "from its description alone, so write a docstring or pass description=...")
         schema, enums = _schema_from_signature(f, param_docs)
         return Tool(tool_name, text, schema, _converting_enums(f, enums) if enums else f, timeout)
 
@@ -118,6 +105,7 @@ def tool(
 
 
 _SECTION = re.compile(r"^(Args|Arguments|Parameters|Returns?|Yields?|Raises|Examples?|Notes?)\s*:\s*$")
+_ARGS = ("Args", "Arguments", "Parameters")
 _PARAM_LINE = re.compile(r"^(\w+)\s*(?:\([^)]*\))?\s*:\s*(.*)$")
 
 
@@ -134,9 +122,7 @@ def parse_docstring(doc: str) -> tuple[str, dict[str, str]]:
     summary = "\n\n".join(" ".join(p.split()) for p in paragraphs if p.strip())
 
     params: dict[str, str] = {}
-    for start in starts:
-        if _SECTION.match(lines[start]).group(1) not in ("Args", "Arguments", "Parameters"):
-            continue
+    for start in (i for i in starts if lines[i].startswith(_ARGS)):
         current, params_indent = None, 0
         for line in lines[start + 1 :]:
             if line and not line[0].isspace():
@@ -167,10 +153,8 @@ def _schema_from_signature(fn: Callable[..., Any], param_docs: dict[str, str]) -
     enums: dict[str, type[enum.Enum]] = {}
     for pname, param in signature.parameters.items():
         if param.kind in (param.VAR_POSITIONAL, param.VAR_KEYWORD, param.POSITIONAL_ONLY):
-            raise TypeError(
-                f"parameter {pname!r} of {fn.__name__}: *args, **kwargs and positional-only parameters "
-                "cannot be passed by name from a JSON object; declare each parameter explicitly"
-            )
+            raise TypeError(f"parameter {pname!r} of {fn.__name__}: *args, **kwargs and positional-only parameters "
+                            "cannot be passed by name from a JSON object; declare each parameter explicitly")
         if pname not in hints:
             raise TypeError(f"parameter {pname!r} of {fn.__name__} has no type hint; add one, e.g. {pname}: str")
         hint, optional = _unwrap_optional(hints[pname])
@@ -200,9 +184,9 @@ def _schema_from_signature(fn: Callable[..., Any], param_docs: dict[str, str]) -
 def _unwrap_optional(hint: Any) -> tuple[Any, bool]:
     """(X, True) for Optional[X] and X | None; (hint, False) otherwise."""
     if typing.get_origin(hint) in (Union, types.UnionType):
-        args = [a for a in typing.get_args(hint) if a is not type(None)]
-        if len(args) == 1 and len(typing.get_args(hint)) == 2:
-            return args[0], True
+        others = [a for a in typing.get_args(hint) if a is not type(None)]
+        if len(others) == 1:  # a union with one other type is exactly (X, None)
+            return others[0], True
     return hint, False
 
 
@@ -341,19 +325,18 @@ def truncate_text(text: str, max_chars: int, *, head_ratio: float = 0.7) -> str:
     an error), so both are kept; the marker tells the model (and you) how much
     is missing, so it can ask for a narrower result instead of guessing.
     """
-    if isinstance(max_chars, bool) or not isinstance(max_chars, int) or max_chars < 0:
+    if not isinstance(max_chars, int) or max_chars < 0:
         raise ValueError(f"max_chars must be a non-negative int, got {max_chars!r}")
     if not 0.0 <= head_ratio <= 1.0:
         raise ValueError(f"head_ratio must be between 0 and 1, got {head_ratio!r}")
     if len(text) <= max_chars:
         return text
-    # The marker for the whole text is at least as long as the real one, so this fits.
-    keep = max_chars - len(omission_marker(len(text)))
-    if keep < 0:
-        raise ValueError(
-            f"max_chars={max_chars} cannot hold the omission marker ({len(omission_marker(len(text)))} "
-            "characters); use a larger max_chars"
-        )
+    # The marker counting the whole text is at least as long as the real one, so this fits.
+    marker = len(omission_marker(len(text)))
+    if max_chars < marker:
+        raise ValueError(f"max_chars={max_chars} cannot hold the omission marker ({marker} characters); "
+                         "use a larger max_chars")
+    keep = max_chars - marker
     head = int(keep * head_ratio)
     tail = keep - head
     return text[:head] + omission_marker(len(text) - head - tail) + text[len(text) - tail :]
@@ -371,10 +354,6 @@ def format_output(value: Any) -> str:
     if isinstance(value, (dict, list)):
         return json.dumps(value, ensure_ascii=False, separators=(",", ":"), default=str)
     return str(value)
-
-
-def _describe(exc: BaseException) -> str:
-    return f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
 
 
 def call_with_timeout(fn: Callable[..., Any], kwargs: dict, timeout: float) -> tuple[bool, Any]:
@@ -413,10 +392,7 @@ class ToolRegistry:
             self.register(item)
 
     def register(self, tool_or_fn: Tool | Callable[..., Any]) -> Tool:
-        """Add a Tool (or a function, made into one with @tool); returns the Tool.
-
-        Returning it lets `register` serve as a decorator too.
-        """
+        """Add a Tool (or a function, made one with @tool) and return it, so this works as a decorator too."""
         new = tool_or_fn if isinstance(tool_or_fn, Tool) else tool(tool_or_fn)
         if new.name in self._tools:
             raise ValueError(f"a tool named {new.name!r} is already registered; the API requires unique names")
@@ -447,10 +423,7 @@ class ToolRegistry:
         return [t.schema() for t in self._tools.values()]
 
     def run(self, tool_use: dict) -> dict:
-        """The tool_result block answering one tool_use block. Never raises for a tool's sake.
-
-        The only error raised is for a block without an id: no tool_result can answer it.
-        """
+        """The tool_result answering one tool_use; raises only for a block without an id (nothing can answer it)."""
         return self._run_timed(tool_use)[0]
 
     def run_all(self, tool_uses: list[dict], parallel: bool = True,
@@ -461,23 +434,24 @@ class ToolRegistry:
         tool rather than the sum of all of them. `on_result(tool_use, tool_result,
         seconds)` is called on this thread as each call finishes (in finishing order).
         """
-        for block in tool_uses:
+        for block in tool_uses:  # a caller's bug should surface before any tool runs
             self._check_block(block)
-        results: list[dict | None] = [None] * len(tool_uses)
+        results: list[Any] = [None] * len(tool_uses)
+
+        def finished(i: int, result: dict, seconds: float) -> None:
+            results[i] = result
+            if on_result:
+                on_result(tool_uses[i], result, seconds)
+
         if not parallel or len(tool_uses) < 2:
             for i, block in enumerate(tool_uses):
-                results[i], seconds = self._run_timed(block)
-                if on_result:
-                    on_result(block, results[i], seconds)
-            return results  # type: ignore[return-value]
-        with ThreadPoolExecutor(max_workers=len(tool_uses), thread_name_prefix="tools") as pool:
-            futures = {pool.submit(self._run_timed, block): i for i, block in enumerate(tool_uses)}
-            for future in as_completed(futures):
-                i = futures[future]
-                results[i], seconds = future.result()
-                if on_result:
-                    on_result(tool_uses[i], results[i], seconds)
-        return results  # type: ignore[return-value]
+                finished(i, *self._run_timed(block))
+        else:
+            with ThreadPoolExecutor(max_workers=len(tool_uses), thread_name_prefix="tools") as pool:
+                futures = {pool.submit(self._run_timed, block): i for i, block in enumerate(tool_uses)}
+                for future in as_completed(futures):
+                    finished(futures[future], *future.result())
+        return results
 
     def _check_block(self, block: Any) -> None:
         if not isinstance(block, dict) or not isinstance(block.get("id"), str):
@@ -506,6 +480,7 @@ class ToolRegistry:
         except TimeoutError as exc:
             return True, f"Error: {name} {exc} and was abandoned. Try again later or answer without it."
         if not ok:
-            return True, (f"Error: {name} raised {_describe(value)}. "
+            raised = f"{type(value).__name__}: {value}" if str(value) else type(value).__name__
+            return True, (f"Error: {name} raised {raised}. "
                           "If the arguments caused this, correct them and retry; otherwise tell the user.")
         return False, format_output(value)

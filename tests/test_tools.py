@@ -495,3 +495,8 @@ def test_truncate_bad_arguments():
         truncate_text("x" * 100, 50, head_ratio=1.5)
     with pytest.raises(ValueError, match="marker"):
         truncate_text("x" * 100, 10)
+
+
+def test_a_tool_whose_fn_is_not_callable_is_refused_where_it_is_defined():
+    with pytest.raises(TypeError, match="fn must be callable"):
+        Tool("weather", "Get the weather.", {"type": "object"}, "not a function")
