@@ -10,7 +10,7 @@ NB     ?= [0-9]
 export MPLBACKEND ?= Agg
 
 .DEFAULT_GOAL := help
-.PHONY: help setup lab test test-unit test-notebooks test-ui notebooks demo bench lint clean
+.PHONY: help setup lab test test-unit test-notebooks test-ui test-live notebooks demo bench lint clean
 
 help:  ## list the targets
 	@echo "miniagent: build an LLM agent from scratch (offline by default)"
@@ -46,12 +46,18 @@ test: $(STAMP)  ## unit tests + every notebook compared against its saved output
 test-unit: $(STAMP)  ## unit tests only
 	MINIAGENT_OFFLINE=1 $(PY) -m pytest -n 2 tests
 
-test-notebooks: $(STAMP)  ## notebooks only (nbval, strict)
+test-test-live: $(STAMP)  ## every notebook in LIVE mode, against the mock API over real HTTP (no key leaks)
+	$(PY) tests/live/run_live_notebooks.py
+
+notebooks: $(STAMP)  ## notebooks only (nbval, strict)
 	MINIAGENT_OFFLINE=1 $(PY) -m pytest -n 2 --dist loadscope notebooks $(NBVAL) -p no:cacheprovider
 
 test-ui: $(STAMP)  ## browser test: JupyterLab + notebook 05's chat widget in headless Chromium
 	@(command -v chromium >/dev/null && fc-list | grep -qi wqy) || (apt-get update -qq && apt-get install -y -qq chromium fonts-wqy-zenhei >/dev/null)
 	MINIAGENT_OFFLINE=1 $(PY) tests/ui/run_ui_test.py
+
+test-live: $(STAMP)  ## every notebook in LIVE mode, against the mock API over real HTTP (no key leaks)
+	$(PY) tests/live/run_live_notebooks.py
 
 notebooks: $(STAMP)  ## build notebooks/src/*.py into .ipynb, run each offline in a fresh kernel, save outputs
 	MINIAGENT_OFFLINE=1 $(PY) scripts/nbtools.py build notebooks/src/$(NB)*.py
