@@ -64,7 +64,9 @@ def execute(path: Path) -> float:
     os.environ["MINIAGENT_OFFLINE"] = "1"
     os.environ.setdefault("MPLBACKEND", "Agg")
     started = time.perf_counter()
-    ExecutePreprocessor(timeout=300, kernel_name="python3").preprocess(nb, {"metadata": {"path": str(path.parent)}})
+    quiet = ["--IPKernelApp.log_level=ERROR"]  # no "kernel over TCP" warning per notebook
+    ExecutePreprocessor(timeout=300, kernel_name="python3", extra_arguments=quiet).preprocess(
+        nb, {"metadata": {"path": str(path.parent)}})
     nb.metadata.pop("widgets", None)
     for cell in nb.cells:
         cell.metadata.pop("execution", None)  # per-run timings: noise in every diff

@@ -36,7 +36,8 @@ def start_server(log: Path) -> tuple[subprocess.Popen, str]:
 
 def problems(path: Path, url: str) -> list[str]:
     nb = nbformat.read(path, as_version=4)
-    ExecutePreprocessor(timeout=120, kernel_name="python3", allow_errors=True).preprocess(
+    ExecutePreprocessor(timeout=120, kernel_name="python3", allow_errors=True,
+                        extra_arguments=["--IPKernelApp.log_level=ERROR"]).preprocess(
         nb, {"metadata": {"path": str(path.parent)}})
     found, text = [], nbformat.writes(nb)
     first = next((o for c in nb.cells if c.cell_type == "code" for o in c.outputs if o.output_type == "stream"), None)
