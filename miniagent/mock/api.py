@@ -1,7 +1,7 @@
 """The mock Messages API: one object that answers HTTP requests as the real API would.
 
 `MockAPI.handle()` turns a request (method, path, headers, body bytes) into a
-`MockReply`; `transport()` plugs it into httpx in-process and `server.py` puts it
+`MockReply`; `transport.py` plugs it into httpx in-process and `server.py` puts it
 behind a socket, so notebooks, tests and curl all meet exactly the same behaviour.
 
 A request passes the real API's gates in its order: route, authentication,
@@ -341,59 +341,14 @@ class MockAPI:
         Delays honour the request's read timeout (a delay longer than it sleeps for the
         timeout and raises `httpx.ReadTimeout`). `sleep` is injectable for tests.
         """
-        return _Transport(self, sleep)
+        from miniagent.mock.transport import Transport
+        return Transport(self, sleep)
 
     def async_transport(self, *, sleep: Callable[[float], Awaitable[None]] = asyncio.sleep
                         ) -> httpx.AsyncBaseTransport:
         """The same for `httpx.AsyncClient`."""
-        return _AsyncTransport(self, sleep)
-
-
-# --- httpx transports ---------------------------------------------------------------
-# The two differ only in how they read the body and sleep; the rest is shared below.
-
-
-class _Transport(httpx.BaseTransport):
-    def __init__(self, mock: MockAPI, sleep: Callable[[float], None]) -> None:
-        self.mock, self.sleep = mock, sleep
-
-    def handle_request(self, request: httpx.Request) -> httpx.Response:
-        reply = self.mock.handle(request.method, request.url.path, request.headers, request.read())
-        if reply.delay:
-            self.sleep(_wait(reply, request))
-        return _to_response(reply, request)
-
-
-class _AsyncTransport(httpx.AsyncBaseTransport):
-    def __init__(self, mock: MockAPI, sleep: Callable[[float], Awaitable[None]]) -> None:
-        self.mock, self.sleep = mock, sleep
-
-    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
-        reply = self.mock.handle(request.method, request.url.path, request.headers, await request.aread())
-        if reply.delay:
-            await self.sleep(_wait(reply, request))
-        return _to_response(reply, request)
-
-
-def _read_timeout(request: httpx.Request) -> float | None:
-    return (request.extensions.get("timeout") or {}).get("read")
-
-
-def _wait(reply: MockReply, request: httpx.Request) -> float:
-    """Seconds to wait before answering: the reply's delay, but no longer than the read timeout."""
-    limit = _read_timeout(request)
-    return reply.delay if limit is None else min(reply.delay, limit)
-
-
-def _to_response(reply: MockReply, request: httpx.Request) -> httpx.Response:
-    """The reply as httpx sees it, or the error a real client would get after waiting."""
-    limit = _read_timeout(request)
-    if limit is not None and reply.delay > limit:
-        raise httpx.ReadTimeout(f"timed out: the mock delayed its answer {reply.delay:g} s, longer than the "
-                                f"read timeout of {limit:g} s", request=request)
-    if reply.drop:
-        raise httpx.RemoteProtocolError("Server disconnected without sending a response.", request=request)
-    return httpx.Response(reply.status, headers=reply.headers, content=reply.body, request=request)
+        from miniagent.mock.transport import AsyncTransport
+        return AsyncTransport(self, sleep)
 
 
 # --- faults from a header -------------------------------------------------------------
