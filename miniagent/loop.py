@@ -131,7 +131,8 @@ def run_loop(client: Any, messages: list[dict], *, tools: ToolRegistry | list | 
             return finish("repeated_call", f"the model asked for {name} with the same arguments "
                           f"{max_repeats + 1} times; stopped instead of looping")
         for b in calls:
-            seen[call_signature(b)] = seen.get(call_signature(b), 0) + 1
+            signature = call_signature(b)
+            seen[signature] = seen.get(signature, 0) + 1
             emit({"type": "tool_call", "iteration": iterations, "id": b["id"], "name": b["name"], "input": b.get("input", {})})
 
         def traced(block: dict, result: dict, seconds: float) -> None:

@@ -40,13 +40,7 @@ def build_mock(args: argparse.Namespace, parser: argparse.ArgumentParser) -> Moc
                        strict_alternation=args.strict_alternation)
         if args.script:
             with open(args.script, encoding="utf-8") as f:
-                payload = json.load(f)
-            if isinstance(payload, dict) and "responses" in payload:
-                mock.script(*payload["responses"], repeat=bool(payload.get("repeat", False)))
-            elif isinstance(payload, list):
-                mock.script(*payload)
-            else:
-                raise ValueError('the script file must hold a JSON list of responses or {"responses": [...]}')
+                mock.script_json(json.load(f))
         if args.fail:
             mock.fault(args.fail_status, times=args.fail)
     except (OSError, ValueError) as exc:  # json.JSONDecodeError is a ValueError

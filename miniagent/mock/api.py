@@ -157,6 +157,16 @@ class MockAPI:
                                  "after it would never be used; call reset() first")
             self._script.extend(_Scripted(item, repeat) for item in responses)
 
+    def script_json(self, payload: Any) -> None:
+        """`script()` from JSON, as the control endpoint and `--script FILE` receive it:
+        a list of responses, or `{"responses": [...], "repeat": true}`."""
+        if isinstance(payload, dict) and "responses" in payload:
+            self.script(*payload["responses"], repeat=bool(payload.get("repeat", False)))
+        elif isinstance(payload, list):
+            self.script(*payload)
+        else:
+            raise ValueError('a script must be a JSON list of responses, or {"responses": [...], "repeat": true}')
+
     def fault(self, status: int | None = None, *, times: int = 1, retry_after: float = DEFAULT_RETRY_AFTER,
               delay: float = 0.0, drop: bool = False, message: str | None = None) -> None:
         """Make the next `times` `POST /v1/messages` calls fail.
@@ -313,13 +323,7 @@ class MockAPI:
                 self.reset()
                 return _json_reply(200, {"reset": True}, rid)
             if (method, path) == ("POST", "/_mock/script"):
-                payload = json.loads(raw or b"null")
-                if isinstance(payload, dict) and "responses" in payload:
-                    self.script(*payload["responses"], repeat=bool(payload.get("repeat", False)))
-                elif isinstance(payload, list):
-                    self.script(*payload)
-                else:
-                    raise ValueError('send a JSON list of responses, or {"responses": [...], "repeat": true}')
+                self.script_json(json.loads(raw or b"null"))
                 return _json_reply(200, {"queued": len(self._script)}, rid)
             if (method, path) == ("POST", "/_mock/fault"):
                 kwargs = json.loads(raw or b"{}")
