@@ -46,10 +46,7 @@ test: $(STAMP)  ## unit tests + every notebook compared against its saved output
 test-unit: $(STAMP)  ## unit tests only
 	MINIAGENT_OFFLINE=1 $(PY) -m pytest -n 2 tests
 
-test-test-live: $(STAMP)  ## every notebook in LIVE mode, against the mock API over real HTTP (no key leaks)
-	$(PY) tests/live/run_live_notebooks.py
-
-notebooks: $(STAMP)  ## notebooks only (nbval, strict)
+test-notebooks: $(STAMP)  ## notebooks only, compared against their saved outputs (nbval, strict)
 	MINIAGENT_OFFLINE=1 $(PY) -m pytest -n 2 --dist loadscope notebooks $(NBVAL) -p no:cacheprovider
 
 test-ui: $(STAMP)  ## browser test: JupyterLab + notebook 05's chat widget in headless Chromium

@@ -27,6 +27,7 @@ _EXPORTS = {
     "BadRequestError": "client", "AuthenticationError": "client", "RateLimitError": "client",
     "OverloadedError": "client", "InternalServerError": "client", "APIConnectionError": "client",
     "APITimeoutError": "client", "MissingAPIKeyError": "client", "DEFAULT_MODEL": "client",
+    "APIKeyError": "client", "InvalidAPIKeyError": "client", "MalformedResponseError": "client",
     # messages
     "user": "messages", "assistant": "messages", "tool_result": "messages", "text_of": "messages",
     "tool_uses": "messages", "tool_results": "messages", "conversation_error": "messages",

@@ -116,9 +116,20 @@ class MalformedResponseError(APIError):
     hint = "The server answered 200 with something that is not a Messages API response. Is ANTHROPIC_BASE_URL right?"
 
 
-class MissingAPIKeyError(APIError):
+class APIKeyError(APIError):
+    """The key is missing or cannot be a key. Raised before any request; never shows the key."""
+
     hint = ("Set ANTHROPIC_API_KEY (export ANTHROPIC_API_KEY=sk-ant-... before `make lab`, or "
             "os.environ['ANTHROPIC_API_KEY'] = ... in a cell), or work offline with MINIAGENT_OFFLINE=1.")
+
+
+class MissingAPIKeyError(APIKeyError):
+    pass
+
+
+class InvalidAPIKeyError(APIKeyError):
+    hint = ("Copy the key again from the console as one line (no spaces or line breaks inside), "
+            "or work offline with MINIAGENT_OFFLINE=1.")
 
 
 _BY_STATUS = {400: BadRequestError, 401: AuthenticationError, 403: PermissionDeniedError,
