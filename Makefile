@@ -10,7 +10,7 @@ NB     ?= [0-9]
 export MPLBACKEND ?= Agg
 
 .DEFAULT_GOAL := help
-.PHONY: help setup lab test test-unit test-notebooks test-ui test-live notebooks demo bench lint clean
+.PHONY: help setup lab test test-unit test-props test-notebooks test-ui test-live notebooks demo bench lint clean
 
 help:  ## list the targets
 	@echo "miniagent: build an LLM agent from scratch (offline by default)"
@@ -45,6 +45,9 @@ test: $(STAMP)  ## unit tests + every notebook compared against its saved output
 
 test-unit: $(STAMP)  ## unit tests only
 	MINIAGENT_OFFLINE=1 $(PY) -m pytest -n 2 tests
+
+test-props: $(STAMP)  ## the property tests at 1,000 examples each (make test runs 100; CI runs both)
+	MINIAGENT_OFFLINE=1 $(PY) -m pytest -n 2 tests/test_context_properties.py tests/test_context_properties_summary.py --hypothesis-profile=thorough -p no:cacheprovider
 
 test-notebooks: $(STAMP)  ## notebooks only, compared against their saved outputs (nbval, strict)
 	MINIAGENT_OFFLINE=1 $(PY) -m pytest -n 2 --dist loadscope notebooks $(NBVAL) -p no:cacheprovider

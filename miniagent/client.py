@@ -10,7 +10,14 @@ that one call sit the things a real program needs:
   connections / timeouts, honouring `retry-after`, and never for 400/401/403/404
   (sending the same bad request again gives the same answer);
 - running usage totals;
-- `client.exchanges`: every attempt's request and response JSON, with the key redacted.
+- `client.exchanges`: every attempt's request and response JSON, with the key redacted;
+- bounds on everything a broken server controls: the time of a whole attempt (not
+  only between two bytes), the size of a response, the wait a `retry-after` asks for,
+  and the shape of what comes back (anything but a Messages API response is one
+  typed error, never a `KeyError` three calls later).
+
+Secrets are redacted where secrets can be (headers, error text, records), never in
+the data: a response reaches the caller exactly as the server sent it.
 
 `connect()` at the bottom picks offline (the bundled mock API) or live from the
 environment and says which it picked.
@@ -18,17 +25,21 @@ environment and says which it picked.
 
 from __future__ import annotations
 
-import copy
 import email.utils
 import json
+import math
 import os
 import random
+import re
 import time
 from collections import deque
-from dataclasses import dataclass, field
-from typing import Any, Callable
+from dataclasses import dataclass
+from datetime import timezone
+from typing import Any, Callable, Iterable
 
 import httpx
+
+from miniagent import deadline, wire
 
 DEFAULT_MODEL = "claude-sonnet-5-5"  # MINIAGENT_MODEL overrides it
 DEFAULT_BASE_URL = "https://api.anthropic.com"
@@ -36,6 +47,9 @@ OFFLINE_BASE_URL = "http://miniagent-mock.invalid"  # .invalid: nothing leaves t
 OFFLINE_API_KEY = "mock-key"
 API_VERSION = "2023-06-01"
 REDACTED = "<redacted>"
+MAX_RESPONSE_BYTES = 32 * 1024 * 1024  # far above any real answer (128k tokens of text is ~0.5 MB)
+MAX_RETRY_AFTER = 24 * 3600.0  # a longer retry-after is absurd; it is read as a day
+RECORD_STRING_CHARS = 20_000  # strings longer than this are clipped in client.exchanges
 
 # --- errors ---------------------------------------------------------------------
 
@@ -113,7 +127,18 @@ class APITimeoutError(APIConnectionError):
 
 
 class MalformedResponseError(APIError):
-    hint = "The server answered 200 with something that is not a Messages API response. Is ANTHROPIC_BASE_URL right?"
+    hint = ("The server answered with something that is not a Messages API response. "
+            "Is ANTHROPIC_BASE_URL right? A proxy in between may be rewriting answers.")
+
+
+class ResponseTooLargeError(MalformedResponseError):
+    hint = ("No real answer is this large; the server or a proxy is misbehaving. "
+            "Raise max_response_bytes= only if you know the answer is meant to be this big.")
+
+
+class RequestEncodingError(APIError):
+    hint = ("Everything in a request must be JSON: strings of valid Unicode, finite numbers, "
+            "lists and dicts with string keys. The message names the first value that is not.")
 
 
 class APIKeyError(APIError):
@@ -152,20 +177,69 @@ def is_retryable(err: APIError, response: httpx.Response | None = None) -> bool:
 
 
 def retry_after_seconds(headers: httpx.Headers) -> float | None:
-    """The wait the server asked for: `retry-after-ms`, else `retry-after` (seconds or an HTTP date)."""
-    if "retry-after-ms" in headers:
-        try:
-            return float(headers["retry-after-ms"]) / 1000
-        except ValueError:
-            pass
-    value = headers.get("retry-after")
-    if value is None:
+    """The wait the server asked for, in seconds, or None if it asked for none we can read.
+
+    `retry-after-ms` first, then `retry-after` (seconds, or an HTTP date). Whatever the
+    header holds, this never raises: garbage, NaN and infinity are unreadable (None),
+    a negative wait or a date in the past is 0, and anything over a day is a day.
+    """
+    for name, scale in (("retry-after-ms", 1000.0), ("retry-after", 1.0)):
+        value = headers.get(name)
+        seconds = None if value is None else _wait_from(value.strip(), scale)
+        if seconds is not None:
+            return min(max(seconds, 0.0), MAX_RETRY_AFTER)
+    return None
+
+
+def _wait_from(text: str, scale: float) -> float | None:
+    try:
+        number = float(text)
+    except ValueError:
+        number = None
+    if number is not None:
+        return number / scale if math.isfinite(number) else None
+    if scale != 1.0:
         return None
     try:
-        return float(value)
-    except ValueError:
-        when = email.utils.parsedate_to_datetime(value) if value else None
-        return None if when is None else max(0.0, when.timestamp() - time.time())
+        when = email.utils.parsedate_to_datetime(text)
+    except (TypeError, ValueError, IndexError, OverflowError):
+        return None
+    if when.tzinfo is None:
+        when = when.replace(tzinfo=timezone.utc)
+    return when.timestamp() - time.time()
+
+
+# --- the key ----------------------------------------------------------------------
+
+
+def checked_key(key: Any, name: str = "the API key") -> str:
+    """The key with surrounding whitespace removed; an error if it cannot be a key.
+
+    A key read from a file keeps its final newline, so the ends are stripped. Inside,
+    a key is one line of printable ASCII: a space, a line break (a key pasted from a
+    chat can carry a `\\r\\n` in the middle), a control or non-ASCII character means
+    the copy went wrong, and sending it would fail anyway (httpx refuses such a header,
+    and its error would quote the key). The error says what and where, never the key.
+    """
+    if not isinstance(key, str) or not key.strip():
+        raise MissingAPIKeyError("no API key: live mode needs ANTHROPIC_API_KEY", type="missing_api_key")
+    key = key.strip()
+    for i, char in enumerate(key):
+        if not "!" <= char <= "~":
+            raise InvalidAPIKeyError(f"{name} has {_describe_char(char)} inside it (character {i + 1} of "
+                                     f"{len(key)}); a key is one line of letters, digits and dashes",
+                                     type="invalid_api_key")
+    return key
+
+
+def _describe_char(char: str) -> str:
+    if char in "\r\n":
+        return "a line break"
+    if char.isspace():
+        return "a space" if char == " " else "a whitespace character"
+    if ord(char) < 32 or ord(char) == 127:
+        return "a control character"
+    return "a non-ASCII character"
 
 
 # --- bookkeeping ----------------------------------------------------------------
@@ -180,9 +254,9 @@ class Usage:
     calls: int = 0
 
     def add(self, usage: dict) -> None:
-        self.input_tokens += usage.get("input_tokens", 0) + usage.get("cache_read_input_tokens", 0) \
-            + usage.get("cache_creation_input_tokens", 0)
-        self.output_tokens += usage.get("output_tokens", 0)
+        self.input_tokens += (usage.get("input_tokens") or 0) + (usage.get("cache_read_input_tokens") or 0) \
+            + (usage.get("cache_creation_input_tokens") or 0)
+        self.output_tokens += usage.get("output_tokens") or 0
         self.calls += 1
 
     @property
@@ -212,28 +286,36 @@ class Exchange:
 
 
 class Client:
-    """Calls the Messages API. `create()` is the whole idea; the rest is error handling."""
+    """Calls the Messages API. `create()` is the whole idea; the rest is error handling.
+
+    `timeout` bounds each attempt as a whole, connecting and reading included (a
+    server that trickles one byte a second cannot hold a call past it);
+    `max_response_bytes` bounds what one response may hold, checked while reading.
+    """
 
     def __init__(self, *, api_key: str | None, base_url: str = DEFAULT_BASE_URL,
                  model: str = DEFAULT_MODEL, max_tokens: int = 1024, api_version: str = API_VERSION,
                  timeout: float = 60.0, max_retries: int = 2, max_retry_wait: float = 60.0,
+                 max_response_bytes: int = MAX_RESPONSE_BYTES,
                  transport: httpx.BaseTransport | None = None, sleep: Callable[[float], None] = time.sleep,
                  mode: str = "live", mock: Any = None, history: int = 50):
-        if not api_key:
-            raise MissingAPIKeyError("no API key: live mode needs ANTHROPIC_API_KEY", type="missing_api_key")
-        self._api_key = api_key
+        self._api_key = checked_key(api_key)
+        self._key_pattern = re.compile(rf"(?<![\w-]){re.escape(self._api_key)}(?![\w-])")
         self.base_url = base_url.rstrip("/")
         self.model = model
         self.max_tokens = max_tokens
         self.api_version = api_version
+        self.timeout = timeout
         self.max_retries = max_retries
         self.max_retry_wait = max_retry_wait
+        self.max_response_bytes = max_response_bytes
         self.sleep = sleep
         self.mode = mode
         self.mock = mock  # the MockAPI behind an offline client, for scripts and faults
         self.usage = Usage()
         self.exchanges: deque[Exchange] = deque(maxlen=history)
-        self.http = httpx.Client(transport=transport, timeout=httpx.Timeout(timeout, connect=10.0))
+        self.http = httpx.Client(transport=transport or deadline.deadline_transport(),
+                                 timeout=httpx.Timeout(timeout, connect=min(10.0, timeout)))
 
     def __repr__(self) -> str:
         return f"Client(mode={self.mode!r}, base_url={self.base_url!r}, model={self.model!r})"
@@ -267,18 +349,15 @@ class Client:
         Keyword arguments: system, tools, tool_choice, max_tokens, stop_sequences,
         model, and any other API field (temperature, metadata, ...).
         """
-        response = self._post("/v1/messages", self.body(messages, **kwargs))
-        if not isinstance(response, dict) or response.get("type") != "message" or "content" not in response:
-            raise MalformedResponseError(f"expected a message object, got: {_clip(json.dumps(response))}",
-                                         type="malformed_response")
-        self.usage.add(response.get("usage") or {})
+        response = self._post("/v1/messages", self.body(messages, **kwargs), wire.message_problem)
+        self.usage.add(response["usage"])
         return response
 
     def count_tokens(self, messages: list[dict], *, system: Any = None, tools: list[dict] | None = None) -> int:
         """Input tokens this conversation would cost (the API's /v1/messages/count_tokens)."""
         body = self.body(messages, system=system, tools=tools)
         body.pop("max_tokens")
-        return self._post("/v1/messages/count_tokens", body)["input_tokens"]
+        return self._post("/v1/messages/count_tokens", body, wire.count_problem)["input_tokens"]
 
     @property
     def last(self) -> Exchange | None:
@@ -287,30 +366,39 @@ class Client:
 
     # Sending, with retries --------------------------------------------------------
 
-    def _post(self, path: str, body: dict) -> Any:
+    def _post(self, path: str, body: dict, problem: Callable[[Any], str | None]) -> Any:
+        """POST `body`; the parsed 2xx payload, checked by `problem`, or a typed error."""
         url = self.base_url + path
+        try:
+            content = wire.encode_body(body)
+        except ValueError as exc:
+            raise RequestEncodingError(f"the request cannot be sent: {exc}", type="request_encoding") from None
         for attempt in range(1, self.max_retries + 2):
             record = Exchange(request=self._redacted_request(url, body), attempt=attempt)
             self.exchanges.append(record)
             started = time.perf_counter()
             response = None
             try:
-                response = self.http.post(url, headers=self.headers(), json=body)
+                response, raw = self._send(url, content)
             except httpx.TimeoutException as exc:
-                err: APIError = APITimeoutError(f"no response within the timeout ({type(exc).__name__})",
-                                                type="timeout")
+                err: APIError = APITimeoutError(
+                    f"no complete response within the timeout of {self.timeout:g} s ({type(exc).__name__})",
+                    type="timeout")
             except httpx.TransportError as exc:
                 err = APIConnectionError(f"{type(exc).__name__}: {self._scrub(str(exc))}", type="connection_error")
+            except MalformedResponseError as exc:  # too large, or an unreadable encoding: not retried
+                record.seconds, record.status = time.perf_counter() - started, exc.status
+                record.error = str(exc).splitlines()[0]
+                raise
             else:
+                payload = wire.decode_json(raw)
                 record.status = response.status_code
-                record.response = self._scrub_payload(_json_or_text(response))
                 if response.is_success:
                     record.seconds = time.perf_counter() - started
-                    if isinstance(record.response, str):
-                        raise MalformedResponseError(f"the body is not JSON: {_clip(record.response)}",
-                                                     type="malformed_response", status=response.status_code)
-                    return record.response
-                err = self._error_from(response, record.response)
+                    record.response = self._record_of(payload, raw, secret=False)
+                    return self._checked(payload, raw, response, problem)
+                record.response = self._record_of(payload, raw, secret=True)
+                err = self._error_from(response, payload, raw)
             record.seconds = time.perf_counter() - started
             record.error = str(err).splitlines()[0]
             wait = self._retry_wait(err, response, attempt)
@@ -319,6 +407,55 @@ class Client:
             record.waited = wait
             self.sleep(wait)
         raise AssertionError("unreachable")
+
+    def _send(self, url: str, content: bytes) -> tuple[httpx.Response, bytes]:
+        """One attempt, all of it (connecting, sending, reading) within `timeout`."""
+        headers = {**self.headers(), "accept-encoding": "gzip, deflate"}  # what wire.decompressed reads
+        with deadline.within(self.timeout):
+            response = self.http.send(self.http.build_request("POST", url, headers=headers, content=content),
+                                      stream=True)
+            try:
+                return response, self._read_body(response)
+            finally:
+                response.close()
+
+    def _read_body(self, response: httpx.Response) -> bytes:
+        """The body, decompressed, counted and timed as it arrives: never more than `max_response_bytes`."""
+        too_big = f"the response is larger than max_response_bytes={self.max_response_bytes:,}"
+        declared = response.headers.get("content-length", "")
+        if declared.isdigit() and int(declared) > self.max_response_bytes and "content-encoding" not in response.headers:
+            raise self._malformed(response, f"{too_big}: it declares {int(declared):,} bytes", ResponseTooLargeError)
+        if response.is_stream_consumed:  # an in-memory transport (the mock) handed over the body whole
+            pieces: Iterable[bytes] = [response.content]
+        else:
+            pieces = wire.decompressed(response.iter_raw(), response.headers.get("content-encoding", ""))
+        chunks, size = [], 0
+        try:
+            for chunk in pieces:
+                size += len(chunk)
+                if size > self.max_response_bytes:
+                    raise self._malformed(response, f"{too_big}: it was not read further", ResponseTooLargeError)
+                if deadline.remaining() == 0:
+                    raise httpx.ReadTimeout("the attempt's deadline passed while reading", request=response.request)
+                chunks.append(chunk)
+        except ValueError as exc:  # from wire.decompressed: a corrupt body, or an encoding not asked for
+            raise self._malformed(response, f"the body cannot be read: {exc}") from None
+        return b"".join(chunks)
+
+    def _checked(self, payload: Any, raw: bytes, response: httpx.Response,
+                 problem: Callable[[Any], str | None]) -> Any:
+        """The payload if it has the documented shape, else MalformedResponseError (not retried)."""
+        why = "the body is not JSON" if payload is None and raw.strip() != b"null" else problem(payload)
+        if why is None:
+            return payload
+        seen = raw[:300].decode("utf-8", "replace")
+        raise self._malformed(response, f"not a Messages API response: {why}; the body began: {seen!r}")
+
+    def _malformed(self, response: httpx.Response, why: str,
+                   cls: type[MalformedResponseError] = MalformedResponseError) -> MalformedResponseError:
+        kind = "response_too_large" if cls is ResponseTooLargeError else "malformed_response"
+        return cls(self._scrub(why), type=kind, status=response.status_code,
+                   request_id=response.headers.get("request-id"))
 
     def _retry_wait(self, err: APIError, response: httpx.Response | None, attempt: int) -> float | None:
         """Seconds to wait before the next attempt, or None to give up now."""
@@ -333,37 +470,41 @@ class Client:
         backoff = min(0.5 * 2 ** (attempt - 1), 8.0)
         return backoff * (1 - 0.25 * random.random())  # jitter: many clients don't retry in step
 
-    def _error_from(self, response: httpx.Response, payload: Any) -> APIError:
+    def _error_from(self, response: httpx.Response, payload: Any, raw: bytes) -> APIError:
         error = payload.get("error") if isinstance(payload, dict) else None
         if isinstance(error, dict):
-            message, kind = str(error.get("message", "")), str(error.get("type", ""))
+            message, kind = _clip(str(error.get("message", "")), 2000), _clip(str(error.get("type", "")), 100)
         else:
-            message, kind = f"HTTP {response.status_code}: {_clip(str(payload))}", "http_error"
+            text = raw[:300].decode("utf-8", "replace")
+            message, kind = f"HTTP {response.status_code}: {_clip(text)}", "http_error"
         cls = error_class(response.status_code)
         return cls(self._scrub(message), type=kind, status=response.status_code,
                    request_id=response.headers.get("request-id"),
                    retry_after=retry_after_seconds(response.headers))
 
-    # Secrets ------------------------------------------------------------------------
+    # Secrets: redacted where they can be (headers, error text, records of errors) -----
 
     def _scrub(self, text: str) -> str:
-        return text.replace(self._api_key, REDACTED) if self._api_key else text
+        """`text` with the key replaced wherever it stands as a whole token.
 
-    def _scrub_payload(self, payload: Any) -> Any:
-        """A response as recorded: any echo of the key (some proxies echo it) replaced."""
-        text = json.dumps(payload, ensure_ascii=False)
-        return json.loads(self._scrub(text)) if self._api_key in text else payload
+        Whole tokens only: with a short key such as "anything" (fine against the mock),
+        a plain replace would also rewrite every "anything" in a sentence.
+        """
+        return self._key_pattern.sub(REDACTED, text)
+
+    def _record_of(self, payload: Any, raw: bytes, *, secret: bool) -> Any:
+        """A response as recorded: bounded in size; an error's text scrubbed of any echo of the key."""
+        if payload is None:
+            payload = raw[:RECORD_STRING_CHARS].decode("utf-8", "replace")
+        record = wire.bounded_copy(payload, RECORD_STRING_CHARS)
+        if secret and self._api_key in json.dumps(record, ensure_ascii=False):
+            record = json.loads(self._scrub(json.dumps(record, ensure_ascii=False)))
+        return record
 
     def _redacted_request(self, url: str, body: dict) -> dict:
         headers = {k: (REDACTED if k in ("x-api-key", "authorization") else v) for k, v in self.headers().items()}
-        return {"method": "POST", "url": url, "headers": headers, "body": copy.deepcopy(body)}
-
-
-def _json_or_text(response: httpx.Response) -> Any:
-    try:
-        return response.json()
-    except ValueError:
-        return response.text
+        return {"method": "POST", "url": url, "headers": headers,
+                "body": wire.bounded_copy(body, RECORD_STRING_CHARS)}
 
 
 def _clip(text: str, limit: int = 300) -> str:
@@ -400,6 +541,7 @@ def connect(*, offline: bool | None = None, model: str | None = None, quiet: boo
     if not key:
         raise MissingAPIKeyError("live mode needs an API key, and ANTHROPIC_API_KEY is not set",
                                  type="missing_api_key")
+    key = checked_key(key, "ANTHROPIC_API_KEY")
     base_url = os.environ.get("ANTHROPIC_BASE_URL") or DEFAULT_BASE_URL
     client = Client(api_key=key, base_url=base_url, model=model, mode="live", **kwargs)
     if not quiet:

@@ -12,7 +12,9 @@ Each notebook runs top to bottom in its own kernel with MINIAGENT_OFFLINE=1 (so 
 saved outputs are exactly what nbval will compare against), in the notebooks/ folder.
 Cells tagged `raises-exception` may raise; any other error stops with the cell shown.
 Widget state (`metadata.widgets`) is stripped: GitHub will not render a notebook whose
-widget state is incomplete, and nbval ignores widget views anyway.
+widget state is incomplete, and nbval ignores widget views anyway. Paths of the machine
+that ran the notebook (in the tracebacks of cells that raise on purpose) are made
+relative to the repository, so saved outputs hold no machine's folders.
 """
 
 from __future__ import annotations
@@ -59,6 +61,28 @@ def build(source: Path) -> Path:
     return target
 
 
+ROOT = Path(__file__).resolve().parent.parent
+# Longest first: the venv lives inside the repository, Python's own files elsewhere.
+_PLACES = sorted({(str(ROOT) + os.sep, ""), (sys.prefix + os.sep, "<venv>/"), (sys.base_prefix + os.sep, "<python>/")},
+                 key=lambda place: -len(place[0]))
+
+
+def without_machine_paths(text: str) -> str:
+    """`text` with this machine's folders replaced: the repository's by nothing (paths become relative)."""
+    for place, name in _PLACES:
+        text = text.replace(place, name)
+    return text
+
+
+def _strip_paths(nb: nbformat.NotebookNode) -> None:
+    for cell in nb.cells:
+        for out in cell.get("outputs", []):
+            if out.output_type == "error":
+                out.traceback = [without_machine_paths(line) for line in out.traceback]
+            elif out.output_type == "stream":
+                out.text = without_machine_paths(out.text)
+
+
 def execute(path: Path) -> float:
     nb = nbformat.read(path, as_version=4)
     os.environ["MINIAGENT_OFFLINE"] = "1"
@@ -68,6 +92,7 @@ def execute(path: Path) -> float:
     ExecutePreprocessor(timeout=300, kernel_name="python3", extra_arguments=quiet).preprocess(
         nb, {"metadata": {"path": str(path.parent)}})
     nb.metadata.pop("widgets", None)
+    _strip_paths(nb)
     for cell in nb.cells:
         cell.metadata.pop("execution", None)  # per-run timings: noise in every diff
     nb.metadata["kernelspec"] = {"display_name": "Python 3", "language": "python", "name": "python3"}

@@ -131,7 +131,7 @@ def test_malformed_responses_are_named():
     with pytest.raises(MalformedResponseError, match="not JSON"):
         c.create(HELLO)
     c2, _, _ = make([httpx.Response(200, json={"hello": "world"})])
-    with pytest.raises(MalformedResponseError, match="expected a message object"):
+    with pytest.raises(MalformedResponseError, match="not a Messages API response: 'type' should be \"message\""):
         c2.create(HELLO)
 
 

@@ -6,7 +6,12 @@ from pathlib import Path
 
 import pytest
 
-NOTEBOOKS = sorted((Path(__file__).parent.parent / "notebooks").glob("[0-9]*.ipynb"))
+ROOT = Path(__file__).resolve().parent.parent
+NOTEBOOKS = sorted((ROOT / "notebooks").glob("[0-9]*.ipynb"))
+# Folders of the machine that ran a notebook: this checkout's, a home, a temp dir, an installed Python's.
+MACHINE_PATH = re.compile("|".join([re.escape(str(ROOT)), r"/home/[^/\s\"']+/", r"/root/", r"/tmp/",
+                                    r"/Users/[^/\s\"']+/", r"[A-Za-z]:\\\\Users", r"/site-packages/",
+                                    r"/usr/lib/python"]))
 SECRET = re.compile(r"sk-ant-[A-Za-z0-9_-]{8,}|sk-[A-Za-z0-9]{32,}")
 
 
@@ -26,6 +31,15 @@ def test_saved_notebook_is_clean(path):
         errors = [o for o in cell["outputs"] if o["output_type"] == "error"]
         assert allowed or not errors, f"code cell {i + 1} saved an error: {errors[0]['ename'] if errors else ''}"
         assert not SECRET.search(json.dumps(cell)), f"code cell {i + 1} holds something that looks like an API key"
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
+def test_no_saved_output_shows_a_path_of_the_machine_that_ran_it(path):
+    """Tracebacks and printed paths are made relative by `make notebooks`; nothing machine-specific is saved."""
+    nb = json.loads(path.read_text())
+    for i, cell in enumerate(c for c in nb["cells"] if c["cell_type"] == "code"):
+        found = MACHINE_PATH.search(json.dumps(cell["outputs"]))
+        assert not found, f"code cell {i + 1} shows {found.group(0)!r}: a folder of the machine it ran on"
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)

@@ -52,11 +52,23 @@ show(body)
 
 # %% [markdown]
 # `llm.http` is a plain `httpx.Client`. Offline it is wired to the mock; live, to the
-# internet. Either way this is the whole call:
+# internet. Either way the whole call is one `http.post`. A busy API sometimes answers
+# 429 or 529, "try again shortly" (more on that below), so `post` tries up to three times:
 
 # %%
 http = llm.http
-reply = http.post(url, headers=headers, json=body)
+
+
+def post(body):
+    for attempt in range(3):
+        reply = http.post(url, headers=headers, json=body)
+        if reply.status_code not in (429, 529):
+            break
+        time.sleep(float(reply.headers.get("retry-after", 1)))
+    return reply
+
+
+reply = post(body)
 print(reply.status_code, reply.headers["content-type"], "request-id:", reply.headers["request-id"])
 show(reply.json())
 
@@ -82,7 +94,7 @@ print(data["stop_reason"], data["usage"]["input_tokens"], "tokens in,", data["us
 # %%
 def ask(messages):
     """POST a messages list; return the reply's text."""
-    r = http.post(url, headers=headers, json={"model": llm.model, "max_tokens": 300, "messages": messages})
+    r = post({"model": llm.model, "max_tokens": 300, "messages": messages})
     r.raise_for_status()
     return "".join(b["text"] for b in r.json()["content"] if b["type"] == "text")
 
@@ -110,7 +122,7 @@ show(messages)
 history, sizes = [], []
 for question in ["Hi, my name is Ada.", "I like tea.", "What is my name?", "What do I like?"]:
     history.append({"role": "user", "content": question})
-    r = http.post(url, headers=headers, json={"model": llm.model, "max_tokens": 300, "messages": history}).json()
+    r = post({"model": llm.model, "max_tokens": 300, "messages": history}).json()
     history.append({"role": "assistant", "content": r["content"]})
     sizes.append(r["usage"]["input_tokens"])
 print("input tokens per call:", sizes)
@@ -257,7 +269,7 @@ print("waited:", waits, "then", patient.last.status)
 #
 # ## Exercises
 # 1. Add a `system` prompt ("Answer in French.") to a copy of `body`, send it by hand with
-#    `http.post`, and keep the reply in `french_reply`.
+#    `post`, and keep the reply in `french_reply`.
 # 2. A failed call's exception carries the API's request id, the thing to quote when you
 #    report a problem. Make a 429 outlast the retries with `mock_llm.mock.fault(429, times=3)`,
 #    catch `miniagent.RateLimitError` from `mock_llm.create(...)`, and keep `err.request_id`

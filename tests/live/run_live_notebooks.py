@@ -7,6 +7,10 @@ what it can: with ANTHROPIC_API_KEY and ANTHROPIC_BASE_URL set (the mock server
 standing in for the real API), each notebook says it is live, runs top to bottom
 without an error (cells tagged `raises-exception` excepted), and the key appears in
 no output and in no line the server logged.
+
+The server is flaky on purpose, as the real API is on a busy day: any call may get a
+429 or a 529 (`--flaky`, at most two in a row, so the client's two retries always get
+through). A notebook that crashes on one has a cell that does not expect them.
 """
 
 from __future__ import annotations
@@ -22,10 +26,11 @@ from nbconvert.preprocessors import ExecutePreprocessor
 
 ROOT = Path(__file__).resolve().parents[2]
 KEY = "sk-ant-live-canary-0123456789abcdef"
+FLAKY = ["--flaky", "0.2", "--seed", "8"]  # a fifth of the calls fail with 429 or 529
 
 
 def start_server(log: Path) -> tuple[subprocess.Popen, str]:
-    server = subprocess.Popen([sys.executable, "-m", "miniagent.mock", "--port", "0"],
+    server = subprocess.Popen([sys.executable, "-m", "miniagent.mock", "--port", "0", *FLAKY],
                               stdout=subprocess.PIPE, stderr=log.open("w"), text=True)
     line = server.stdout.readline().strip()  # "miniagent mock API listening on http://HOST:PORT"
     if "listening on" not in line:
@@ -70,8 +75,14 @@ def main() -> int:
         finally:
             server.terminate()
             server.wait(timeout=10)
-        if KEY in log.read_text():
+        logged = log.read_text()
+        if KEY in logged:
             print("FAIL the API key appears in the mock server's log")
+            failed += 1
+        faults = sum(line.endswith((" 429", " 529")) for line in logged.splitlines())
+        print(f"the server answered {faults} of {len(logged.splitlines())} requests with 429 or 529")
+        if not faults:
+            print("FAIL no fault was injected, so this run proves nothing about them")
             failed += 1
     print("live notebooks:", "all ran" if not failed else f"{failed} problem(s)")
     return 1 if failed else 0
