@@ -3,14 +3,24 @@
 Offline (the bundled mock) unless ANTHROPIC_API_KEY is set; `--offline` and `--live`
 force one or the other. Exit status: 0 when the agent finished its answer, 1 when it
 stopped for another reason (an API error, a budget, a truncated answer; the reason
-is printed), 2 for a bad command line or a missing key.
+is printed), 2 for a bad command line or a missing or unusable key, 130 on Ctrl-C.
+
+It runs in whatever terminal it is given: output the terminal's encoding cannot
+show is escaped (\\u5317) rather than fatal, and bytes in the arguments that are not
+valid text become U+FFFD instead of an unsendable question.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from miniagent.tools import ToolRegistry
+    from miniagent.trace import Trace
 
 DEMO_QUESTION = "现在几点了？顺便帮我算一下 (1024 + 768) * 2，再告诉我北京和上海的天气。"
 
@@ -53,17 +63,79 @@ def _missing_key_message() -> str:
             "endpoint, or drop --live to run offline against the bundled mock.")
 
 
-def main(argv: list[str] | None = None) -> int:
-    """Run the CLI; returns the exit status (so tests can call it in-process)."""
+def _argument_text(text: str) -> str:
+    """An argument as text the API can be sent.
+
+    Bytes the locale could not decode arrive as lone surrogates. They are decoded again
+    as UTF-8 (an ASCII locale garbles a UTF-8 terminal's question otherwise), and what
+    is still not text becomes U+FFFD.
+    """
+    from miniagent.messages import SURROGATE, clean_text  # light: --help stays instant
+
+    if not SURROGATE.search(text):
+        return text
+    try:
+        return os.fsencode(text).decode("utf-8", "replace")
+    except UnicodeEncodeError:  # a surrogate that no undecodable byte made (passed in-process)
+        return clean_text(text)
+
+
+def _trace_problem(path: Path) -> str | None:
+    """Why the trace could not be written to `path`, found before the run rather than after it."""
+    shown = repr(str(path))
+    if path.is_dir():
+        return f"{shown} is a folder; give a file name, e.g. {str(path / 'trace.jsonl')!r}"
+    folder = path.parent
+    if folder.exists() and not folder.is_dir():
+        return f"{str(folder)!r} is a file, not a folder; pick another path"
+    if not folder.is_dir():
+        return f"the folder {str(folder)!r} does not exist; create it or pick another path"
+    if not os.access(folder, os.W_OK) or (path.exists() and not os.access(path, os.W_OK)):
+        return f"{shown} cannot be written (permission denied); pick another path"
+    return None
+
+
+def _tolerant_output() -> None:
+    """Make stdout and stderr escape what their encoding cannot show, instead of raising.
+
+    The demo's answer is Chinese; an ASCII terminal (PYTHONIOENCODING=ascii, a C locale)
+    would otherwise end the run with UnicodeEncodeError after all the work was done.
+    """
+    for stream in (sys.stdout, sys.stderr):
+        reconfigure = getattr(stream, "reconfigure", None)  # absent on a notebook's streams
+        if reconfigure is not None:
+            reconfigure(errors="backslashreplace")
+
+
+def _write_trace(trace: Trace, path: Path) -> bool:
+    try:
+        trace.to_jsonl(path)
+    except OSError as exc:  # e.g. the folder was removed during the run
+        print(f"miniagent: could not write the trace to {str(path)!r}: {exc.strerror or exc}", file=sys.stderr)
+        return False
+    return True
+
+
+def main(argv: list[str] | None = None, *, tools: ToolRegistry | list | None = None) -> int:
+    """Run the CLI; returns the exit status (so tests can call it in-process).
+
+    `tools` replaces the built-in tools (a list or a ToolRegistry), for a program that
+    wants this command line around its own tools.
+    """
+    _tolerant_output()
     parser = build_parser()
     args = parser.parse_args(argv)
+    for name in ("question", "system", "model"):
+        if getattr(args, name) is not None:
+            setattr(args, name, _argument_text(getattr(args, name)))
     if not args.question.strip():
         parser.error("the question is empty; pass the question as one quoted argument")
-    if args.trace is not None and not args.trace.parent.is_dir():
-        parser.error(f"--trace: the folder {str(args.trace.parent)!r} does not exist; create it or pick another path")
+    problem = _trace_problem(args.trace) if args.trace is not None else None
+    if problem:
+        parser.error(f"--trace: {problem}")
 
     from miniagent.agent import DEFAULT_SYSTEM, Agent  # imported after parsing: --help stays instant
-    from miniagent.client import MissingAPIKeyError, connect
+    from miniagent.client import APIKeyError, MissingAPIKeyError, connect
 
     offline = True if args.offline else False if args.live else None
     try:
@@ -71,8 +143,12 @@ def main(argv: list[str] | None = None) -> int:
     except MissingAPIKeyError:
         print(_missing_key_message(), file=sys.stderr)
         return 2
-    agent = Agent(client, system=args.system or DEFAULT_SYSTEM, max_iterations=args.max_iterations,
+    except APIKeyError as err:  # e.g. a key with a space inside; the message never shows the key
+        print(f"miniagent: {err}", file=sys.stderr)
+        return 2
+    agent = Agent(client, tools, system=args.system or DEFAULT_SYSTEM, max_iterations=args.max_iterations,
                   verbose=args.verbose)
+    written = False
     try:
         result = agent.run(args.question)
     except KeyboardInterrupt:
@@ -80,12 +156,12 @@ def main(argv: list[str] | None = None) -> int:
         return 130
     finally:
         if args.trace is not None:
-            agent.trace.to_jsonl(args.trace)
+            written = _write_trace(agent.trace, args.trace)
     if not args.verbose:  # verbose mode has printed the answer (or why it stopped) already
         print(result.text if result.ok else f"Stopped ({result.stop}): {result.reason}")
     if result.error is not None:
         print(f"Hint: {result.error.hint}", file=sys.stderr)
-    if args.trace is not None:
+    if written:
         print(f"trace: {len(agent.trace)} events written to {args.trace}", file=sys.stderr)
     return 0 if result.ok else 1
 

@@ -5,8 +5,8 @@ Everything hard already lives elsewhere: the call in `client.py`, the tools in
 adds only what turns one run into a conversation:
 
 - it keeps the history between questions (`run_loop` itself never mutates a list);
-- a run that fails on an API error leaves that history exactly as it was, so asking
-  the same question again is a clean retry, not a duplicate;
+- a run that fails (an API error, a context policy's too, or Ctrl-C) leaves that
+  history exactly as it was, so asking the same question again is a clean retry;
 - every step goes into a `Trace`, and optionally to your `on_step` callback and to a
   round-by-round printout (`verbose=True`).
 """

@@ -14,7 +14,10 @@ is handled (none spins without appending), all `tool_use` blocks of one response
 concurrently and answer in one user message in call order, a truncated tool call is
 never executed, and three budgets stop a runaway model: iterations, cumulative
 tokens, and the same call repeated with the same arguments. A failed API call
-leaves the history exactly as it was before the call.
+leaves the history exactly as it was before the call, whether it was the loop's own
+call or one a context policy made (a summary); results of tools that already ran
+are kept. Nothing a response holds can make the next request invalid: what enters
+the history is `storable_content(response)`, never the response as it came.
 """
 
 from __future__ import annotations
@@ -25,7 +28,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from miniagent.client import APIError, Usage
-from miniagent.messages import assistant, text_of, tool_result, tool_uses, user
+from miniagent.messages import assistant, storable_content, text_of, tool_result, tool_use_ids, user
 from miniagent.tools import ToolRegistry
 
 Event = dict[str, Any]
@@ -68,20 +71,28 @@ def run_loop(client: Any, messages: list[dict], *, tools: ToolRegistry | list | 
 
     `messages` is not modified; `result.messages` is the history with this run's turns
     appended. `policy` (see `miniagent.context`) chooses what part of the history each
-    call sends and may shorten tool output before it enters the history. `on_event` is
-    called with a dict for every step (request, response, tool_call, tool_result,
-    error, stop).
+    call sends and may shorten tool output before it enters the history; an APIError
+    in either hook ends the run as `api_error`, like a failed call of the loop's own.
+    `on_event` is called with a dict for every step (request, response, tool_call,
+    tool_result, error, stop); a response event's `content` is the content as stored
+    in the history (see `storable_content`; `client.last` has the raw response).
     """
     registry = tools if isinstance(tools, ToolRegistry) or tools is None else ToolRegistry(tools)
     schemas = registry.schemas() if registry else None
     history = list(messages)
     usage = Usage()
     seen: dict[str, int] = {}
+    used_ids = tool_use_ids(history)
     emit = on_event or (lambda event: None)
 
     def finish(stop: str, reason: str, text: str = "", error: APIError | None = None) -> LoopResult:
         emit({"type": "stop", "stop": stop, "reason": reason})
         return LoopResult(stop, reason, text, history, iterations, usage, error)
+
+    def failed(err: APIError, what: str, iteration: int) -> LoopResult:
+        first_line = str(err).splitlines()[0]
+        emit({"type": "error", "iteration": iteration, "error": first_line})
+        return finish("api_error", f"{what} failed: {first_line}", error=err)
 
     iterations = 0
     while True:
@@ -90,36 +101,37 @@ def run_loop(client: Any, messages: list[dict], *, tools: ToolRegistry | list | 
         if token_budget is not None and usage.total_tokens >= token_budget:
             return finish("token_budget", f"stopped: {usage.total_tokens:,} tokens used, budget {token_budget:,}")
 
-        view = policy.view(history) if policy else history
+        try:
+            view = policy.view(history) if policy else history
+        except APIError as err:  # e.g. Summarize's own model call: nothing was appended
+            return failed(err, "the context policy's API call", iterations + 1)
         iterations += 1
         emit({"type": "request", "iteration": iterations, "messages": len(history), "sent": len(view)})
         started = time.perf_counter()
         try:
             response = client.create(view, system=system, tools=schemas, **create_kwargs)
         except APIError as err:  # nothing was appended for this call: the history is as it was
-            emit({"type": "error", "iteration": iterations, "error": str(err).splitlines()[0]})
-            return finish("api_error", f"the API call failed: {str(err).splitlines()[0]}", error=err)
+            return failed(err, "the API call", iterations)
         usage.add(response.get("usage") or {})
         stop_reason = response.get("stop_reason")
+        content = storable_content(response.get("content"), used_ids)
         emit({"type": "response", "iteration": iterations, "stop_reason": stop_reason,
-              "content": response["content"], "usage": response.get("usage"),
+              "content": content, "usage": response.get("usage"),
               "seconds": time.perf_counter() - started})
-        calls = tool_uses(response)
-        if response["content"]:
-            history.append(assistant(response["content"]))
-        text = text_of(response)
+        calls = [b for b in content if b["type"] == "tool_use"]
+        if content:
+            history.append(assistant(content))
+        text = text_of({"content": content})
 
-        if stop_reason in DONE:
-            return finish(stop_reason, "the model finished its answer", text)
-        if stop_reason == "pause_turn":  # a long server-side turn paused: send it back to continue
+        if stop_reason == "pause_turn" and not calls:  # a long server-side turn paused: send it back
             continue
-        if stop_reason != "tool_use":
-            why = {"max_tokens": "the answer was cut off by max_tokens",
-                   "refusal": "the model declined to answer"}.get(stop_reason, f"unexpected stop_reason {stop_reason!r}")
-            if calls:  # e.g. a tool call cut mid-arguments: never run it
-                history.append(user(_not_executed(calls, f"{why}; the call was incomplete")))
-                why += f"; {len(calls)} incomplete tool call(s) were not executed"
-            stop = stop_reason if stop_reason in ("max_tokens", "refusal") else "unknown_stop_reason"
+        if stop_reason not in ("tool_use", "pause_turn"):
+            stop, why = _stopped(stop_reason)
+            if calls:  # e.g. a tool call cut mid-arguments: never run it, but answer it
+                cut = stop_reason not in DONE
+                history.append(user(_not_executed(calls, f"{why}; " + ("the call was incomplete" if cut
+                                                                       else "the model ended its turn"))))
+                why += f"; {len(calls)} {'incomplete ' if cut else ''}tool call(s) were not executed"
             return finish(stop, why, text)
 
         if not calls:
@@ -144,5 +156,20 @@ def run_loop(client: Any, messages: list[dict], *, tools: ToolRegistry | list | 
         else:
             results = registry.run_all(calls, parallel=parallel, on_result=traced)
         if policy is not None:
-            results = policy.on_tool_results(results)
+            try:
+                results = policy.on_tool_results(results)
+            except APIError as err:  # keep the results, unshortened: the history stays a valid conversation
+                history.append(user(results))
+                return failed(err, "the context policy's API call", iterations)
         history.append(user(results))
+
+
+def _stopped(stop_reason: Any) -> tuple[str, str]:
+    """(stop, reason) for a response that ends the run."""
+    if stop_reason in DONE:
+        return stop_reason, "the model finished its answer"
+    if stop_reason == "max_tokens":
+        return "max_tokens", "the answer was cut off by max_tokens"
+    if stop_reason == "refusal":
+        return "refusal", "the model declined to answer"
+    return "unknown_stop_reason", f"unexpected stop_reason {stop_reason!r}"

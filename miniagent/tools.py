@@ -13,31 +13,38 @@ a `tool_result` block. This module is that contract:
 - `ToolRegistry`: look tools up by name and run `tool_use` blocks. Running never
   raises: an unknown name, bad arguments, an exception or a timeout all become a
   `tool_result` with `is_error: true` whose text starts with "Error: ". A model can
-  read an error and correct itself; an exception that escapes ends the agent.
+  read an error and correct itself; an exception that escapes ends the agent. Each
+  tool gets its own copy of the arguments, so nothing it does can change what the
+  model sent, and whatever it returns becomes text that UTF-8 and JSON can carry.
 - `truncate_text`: keep a huge tool output from swamping the context window.
 """
 
 from __future__ import annotations
 
+import copy
 import enum
 import functools
 import inspect
 import json
+import queue
 import re
 import threading
 import time
 import types
 import typing
-from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass
 from typing import Any, Callable, Iterable, Iterator, Literal, Union
 
-from .messages import tool_result
+from .messages import clean_text, safe_str, tool_result
 
-# The API's rule for tool names (a longer name is rejected with HTTP 400).
-NAME_PATTERN = re.compile(r"^[a-zA-Z0-9_-]{1,128}$")
+# The API's rule for tool names (a longer name is rejected with HTTP 400). Use it with
+# fullmatch: with match, `$` also matches before a final newline ("get_weather\n").
+NAME_PATTERN = re.compile(r"[a-zA-Z0-9_-]{1,128}")
 DEFAULT_TIMEOUT = 10.0
 DEFAULT_MAX_OUTPUT_CHARS = 8_000
+# Waits are sliced this short so Ctrl-C is noticed at once: a plain blocking wait is not
+# interrupted on Windows, nor by `_thread.interrupt_main()`.
+_TICK = 0.05
 
 
 # --- a tool ----------------------------------------------------------------------
@@ -59,7 +66,7 @@ class Tool:
 
     def __post_init__(self) -> None:
         # Checked here, not by the API later: a bad tool should fail where it is defined.
-        if not isinstance(self.name, str) or not NAME_PATTERN.match(self.name):
+        if not isinstance(self.name, str) or not NAME_PATTERN.fullmatch(self.name):
             raise ValueError(f"tool name {self.name!r} is not allowed: the API wants 1-128 characters "
                              "from a-z, A-Z, 0-9, '_' and '-' (pass name=... to choose one)")
         if not isinstance(self.input_schema, dict) or self.input_schema.get("type") != "object":
@@ -346,14 +353,28 @@ def truncate_text(text: str, max_chars: int, *, head_ratio: float = 0.7) -> str:
 
 
 def format_output(value: Any) -> str:
-    """A tool's return value as the text of a tool_result."""
-    if value is None or (isinstance(value, str) and not value):
-        return "(no output)"
-    if isinstance(value, str):
-        return value
-    if isinstance(value, (dict, list)):
-        return json.dumps(value, ensure_ascii=False, separators=(",", ":"), default=str)
-    return str(value)
+    """A tool's return value as the text of a tool_result; never raises.
+
+    dicts and lists become compact JSON, bytes are decoded as UTF-8, anything else is
+    `str(value)`. What cannot be shown that way (a circular list, an int of more than
+    4300 digits, an object whose `__str__` raises) falls back to `safe_str`: a tool
+    that succeeded must not fail at the boundary. Lone surrogates become U+FFFD, so
+    the text can always be sent.
+    """
+    if isinstance(value, (bytes, bytearray)):
+        value = bytes(value).decode("utf-8", "replace")
+    if value is None:
+        text = ""
+    elif isinstance(value, str):
+        text = str.__str__(value)  # a plain str, even from a subclass
+    elif isinstance(value, (dict, list)):
+        try:
+            text = json.dumps(value, ensure_ascii=False, separators=(",", ":"), default=safe_str)
+        except Exception:  # noqa: BLE001 - circular, unsortable keys, a huge int: the tool boundary
+            text = safe_str(value)
+    else:
+        text = safe_str(value)
+    return clean_text(text) or "(no output)"
 
 
 def call_with_timeout(fn: Callable[..., Any], kwargs: dict, timeout: float) -> tuple[bool, Any]:
@@ -376,9 +397,27 @@ def call_with_timeout(fn: Callable[..., Any], kwargs: dict, timeout: float) -> t
             done.set()
 
     threading.Thread(target=target, daemon=True, name=f"tool-{getattr(fn, '__name__', 'call')}").start()
-    if not done.wait(timeout):
+    if not _wait(done, timeout):
         raise TimeoutError(f"did not finish within {timeout:g} s")
     return outcome[0]
+
+
+def _wait(event: threading.Event, timeout: float) -> bool:
+    """event.wait(timeout), in slices of _TICK so that Ctrl-C interrupts it at once."""
+    deadline = time.monotonic() + timeout
+    while not event.wait(min(_TICK, max(0.0, deadline - time.monotonic()))):
+        if time.monotonic() >= deadline:
+            return False
+    return True
+
+
+def _get(results: queue.SimpleQueue) -> Any:
+    """results.get(), in slices of _TICK so that Ctrl-C interrupts it at once."""
+    while True:
+        try:
+            return results.get(timeout=_TICK)
+        except queue.Empty:
+            continue
 
 
 class ToolRegistry:
@@ -433,6 +472,10 @@ class ToolRegistry:
         With `parallel`, each call runs in its own thread, so the wait is the slowest
         tool rather than the sum of all of them. `on_result(tool_use, tool_result,
         seconds)` is called on this thread as each call finishes (in finishing order).
+
+        The threads are daemons, not a thread pool: on Ctrl-C (KeyboardInterrupt) this
+        returns at once, abandoning the running tools, where a pool would first wait
+        for each of them (up to its timeout), and again at interpreter exit.
         """
         for block in tool_uses:  # a caller's bug should surface before any tool runs
             self._check_block(block)
@@ -447,10 +490,12 @@ class ToolRegistry:
             for i, block in enumerate(tool_uses):
                 finished(i, *self._run_timed(block))
         else:
-            with ThreadPoolExecutor(max_workers=len(tool_uses), thread_name_prefix="tools") as pool:
-                futures = {pool.submit(self._run_timed, block): i for i, block in enumerate(tool_uses)}
-                for future in as_completed(futures):
-                    finished(futures[future], *future.result())
+            done: queue.SimpleQueue = queue.SimpleQueue()
+            for i, block in enumerate(tool_uses):
+                threading.Thread(target=lambda i=i, block=block: done.put((i, *self._run_timed(block))),
+                                 daemon=True, name=f"tools-{i}").start()
+            for _ in tool_uses:
+                finished(*_get(done))
         return results
 
     def _check_block(self, block: Any) -> None:
@@ -460,10 +505,25 @@ class ToolRegistry:
     def _run_timed(self, tool_use: dict) -> tuple[dict, float]:
         self._check_block(tool_use)
         start = time.perf_counter()
-        is_error, text = self._execute(tool_use.get("name"), tool_use.get("input", {}))
-        if self.max_output_chars is not None:
-            text = truncate_text(text, self.max_output_chars)
+        is_error, text = self._outcome(tool_use)
         return tool_result(tool_use["id"], text, is_error=is_error), time.perf_counter() - start
+
+    def _outcome(self, tool_use: dict) -> tuple[bool, str]:
+        """(is_error, text) for one call: the tool boundary, where nothing may escape.
+
+        The tool gets a deep copy of the arguments, so the history and the trace keep
+        exactly what the model sent. A failure outside the tool itself (a schema the
+        validator cannot read, a max_output_chars too small for the marker) is still
+        answered, as an error result, rather than ending the agent.
+        """
+        name = tool_use.get("name")
+        try:
+            is_error, text = self._execute(name, copy.deepcopy(tool_use.get("input", {})))
+            if self.max_output_chars is not None:
+                text = truncate_text(text, self.max_output_chars)
+        except Exception as exc:  # noqa: BLE001 - the tool boundary
+            is_error, text = True, f"Error: {safe_str(name)} could not be run ({_raised(exc)}). Tell the user."
+        return is_error, clean_text(text)
 
     def _execute(self, name: Any, args: Any) -> tuple[bool, str]:
         """(is_error, text) for one call; every failure is phrased as advice to the model."""
@@ -480,7 +540,12 @@ class ToolRegistry:
         except TimeoutError as exc:
             return True, f"Error: {name} {exc} and was abandoned. Try again later or answer without it."
         if not ok:
-            raised = f"{type(value).__name__}: {value}" if str(value) else type(value).__name__
-            return True, (f"Error: {name} raised {raised}. "
+            return True, (f"Error: {name} raised {_raised(value)}. "
                           "If the arguments caused this, correct them and retry; otherwise tell the user.")
         return False, format_output(value)
+
+
+def _raised(exc: BaseException) -> str:
+    """'ValueError: unknown city', or just the class name when the message is empty (or cannot be shown)."""
+    message = safe_str(exc)
+    return f"{type(exc).__name__}: {message}" if message else type(exc).__name__

@@ -9,15 +9,22 @@ JSON Lines: one object per line, the format log shippers and `jq` read.
 
 Events hold only what the loop put in them: messages, tool inputs and outputs, token
 counts. Never an API key: the client keeps its key to itself, so nothing here can leak it.
+
+A trace is read long after it was written, by code that trusts it: every event it
+holds (recorded or loaded) is one that `summary()`, `table()` and a later `record()`
+can use, and `to_jsonl` writes any event content as a file `from_jsonl` reads back.
 """
 
 from __future__ import annotations
 
 import json
+import math
 import time
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Callable, Iterator
+
+from miniagent.messages import SURROGATE, safe_str
 
 Event = dict[str, Any]
 
@@ -41,15 +48,16 @@ class Trace:
         self._start: float | None = None
 
     def record(self, event: Event) -> Event:
-        """Store a copy of `event` with `t` and `elapsed` added; return the stored copy."""
-        if not isinstance(event, dict) or not isinstance(event.get("type"), str):
-            raise ValueError(f"an event is a dict with a string 'type', got {event!r:.80}")
+        """Store a copy of `event` stamped with `t` and `elapsed` (replacing any it had); return the copy."""
+        problem = event_problem(event)
+        if problem:
+            raise ValueError(f"{problem}, got {safe_str(event):.80}")
         tick = self._clock()
         if self._start is None:  # the clock starts with the first event (a loaded trace: where it ended)
             self._start = tick - (self.events[-1].get("elapsed", 0.0) if self.events else 0.0)
         stamped = {"type": event["type"], "t": self._now().isoformat(timespec="milliseconds"),
                    "elapsed": round(tick - self._start, 6)}
-        stamped.update((k, v) for k, v in event.items() if k != "type")
+        stamped.update((k, v) for k, v in event.items() if k not in ("type", "t", "elapsed"))
         self.events.append(stamped)
         return stamped
 
@@ -72,26 +80,42 @@ class Trace:
     # --- saving and loading ---------------------------------------------------------
 
     def to_jsonl(self, path: str | Path) -> Path:
-        """Write one JSON object per line; returns the path. Non-JSON values become strings."""
+        """Write one JSON object per line, in UTF-8; returns the path.
+
+        Whatever an event holds, the line is standard JSON: a value JSON cannot carry
+        (an object, NaN, a circular list) is written as its text, and a lone surrogate as
+        its `\\udXXX` escape (UTF-8 cannot encode it raw), so `from_jsonl` reads it back.
+        """
         path = Path(path)
+        lines = [_json_line(event) for event in self.events]  # before opening: a failure truncates nothing
         with path.open("w", encoding="utf-8") as f:
-            for event in self.events:
-                f.write(json.dumps(event, ensure_ascii=False, default=str) + "\n")
+            f.writelines(line + "\n" for line in lines)
         return path
 
     @classmethod
     def from_jsonl(cls, path: str | Path) -> "Trace":
-        """Read a trace written by `to_jsonl` (blank lines are skipped)."""
+        """Read a trace written by `to_jsonl` (blank lines are skipped).
+
+        A file it cannot use raises ValueError naming the file and the line, here rather
+        than as a TypeError deep inside `summary()` or `table()` later.
+        """
         events = []
-        for n, line in enumerate(Path(path).read_text(encoding="utf-8").splitlines(), 1):
+        for n, raw in enumerate(_read(Path(path)).split(b"\n"), 1):
+            try:
+                line = raw.decode("utf-8")
+            except UnicodeDecodeError as exc:
+                raise ValueError(f"{path}, line {n}: not UTF-8 text (byte {exc.start + 1} of the line); "
+                                 "a trace file is UTF-8 JSON Lines") from None
             if not line.strip():
                 continue
             try:
                 event = json.loads(line)
-            except json.JSONDecodeError as exc:
-                raise ValueError(f"{path}, line {n}: not JSON ({exc.msg}); expected one event object per line") from None
-            if not isinstance(event, dict) or "type" not in event:
-                raise ValueError(f"{path}, line {n}: expected an object with a 'type', got {line[:80]!r}")
+            except (ValueError, RecursionError) as exc:  # JSONDecodeError, an int too long, nesting too deep
+                raise ValueError(f"{path}, line {n}: not JSON ({getattr(exc, 'msg', exc)}); "
+                                 "expected one event object per line") from None
+            problem = _loaded_problem(event)
+            if problem:
+                raise ValueError(f"{path}, line {n}: {problem}, got {line[:80]!r}")
             events.append(event)
         return cls(events)
 
@@ -113,7 +137,7 @@ class Trace:
             "input_tokens": tokens_in,
             "output_tokens": tokens_out,
             "total_tokens": tokens_in + tokens_out,
-            "wall_seconds": self.events[-1]["elapsed"] if self.events else 0.0,
+            "wall_seconds": self.events[-1].get("elapsed", 0.0) if self.events else 0.0,
         }
 
     def rows(self, width: int = 70) -> list[tuple[int, float, str, str]]:
@@ -133,31 +157,101 @@ class Trace:
         return "\n".join(lines)
 
 
+# --- what a trace may hold ------------------------------------------------------------
+
+
+def event_problem(event: Any) -> str | None:
+    """Why `event` cannot go into a trace (summary, table or record would fail on it), or None."""
+    if not isinstance(event, dict) or not isinstance(event.get("type"), str):
+        return "an event is a dict with a string 'type'"
+    if event["type"] == "usage":
+        for key in ("input_tokens", "output_tokens"):
+            count = event.get(key, 0)
+            if isinstance(count, bool) or not isinstance(count, int) or count < 0:
+                return f"a usage event's {key!r} must be a whole number >= 0"
+    if event["type"] in ("tool_call", "tool_result") and not isinstance(event.get("id", ""), str):
+        return f"a {event['type']} event's 'id' must be a string"
+    return None
+
+
+def _loaded_problem(event: Any) -> str | None:
+    """event_problem, plus the stamps `record` adds: the table prints them, record counts on from `elapsed`."""
+    if not isinstance(event, dict) or "type" not in event:
+        return "expected an object with a 'type'"
+    problem = event_problem(event)
+    if problem:
+        return problem
+    if not isinstance(event.get("t", ""), str):
+        return "'t' must be the time as an ISO-8601 string"
+    elapsed = event.get("elapsed", 0.0)
+    if isinstance(elapsed, bool) or not isinstance(elapsed, (int, float)) or not math.isfinite(elapsed):
+        return "'elapsed' must be a finite number of seconds"
+    return None
+
+
+def _read(path: Path) -> bytes:
+    try:
+        return path.read_bytes()
+    except FileNotFoundError:
+        raise ValueError(f"{path}: no such trace file") from None
+    except IsADirectoryError:
+        raise ValueError(f"{path} is a folder, not a trace file") from None
+    except OSError as exc:
+        raise ValueError(f"{path}: cannot read the trace file ({exc.strerror or exc})") from None
+
+
+_JSON = {"ensure_ascii": False, "allow_nan": False, "default": safe_str}
+
+
+def _json_line(event: Event) -> str:
+    """One event as a line of standard JSON, whatever it holds."""
+    try:
+        line = json.dumps(event, **_JSON)
+    except (TypeError, ValueError, RecursionError):  # circular, NaN, a key JSON cannot have, a huge int
+        line = json.dumps({safe_str(k): _jsonable(v) for k, v in event.items()}, **_JSON)
+    return SURROGATE.sub(lambda m: f"\\u{ord(m.group()):04x}", line)
+
+
+def _jsonable(value: Any) -> Any:
+    """`value` if JSON can carry it, else its text."""
+    try:
+        json.dumps(value, **_JSON)
+    except (TypeError, ValueError, RecursionError):
+        return safe_str(value)
+    return value
+
+
+# --- reading order and descriptions ------------------------------------------------------
+
+
 def _reading_order(events: list[Event]) -> list[Event]:
     """Events in recorded order, except that each run of tool_results follows call order."""
     position: dict[str, int] = {}
     ordered: list[Event] = []
     burst: list[Event] = []
-    for event in events + [{"type": "_end"}]:
-        if event["type"] == "tool_result":
+    for event in [*events, None]:  # None: the end, which closes the last burst
+        if event is not None and event["type"] == "tool_result":
             burst.append(event)
             continue
         ordered += sorted(burst, key=lambda e: position.get(e.get("id"), len(position)))
         burst = []
-        if event["type"] == "tool_call":
-            position[event.get("id")] = len(position)
-        if event["type"] != "_end":
+        if event is not None:
+            if event["type"] == "tool_call":
+                position[event.get("id")] = len(position)
             ordered.append(event)
     return ordered
 
 
 def _clip(text: str, width: int) -> str:
-    text = " ".join(str(text).split())
+    text = " ".join(safe_str(text).split())
     return text if len(text) <= width else text[: width - 1] + "…"
 
 
 def _args(value: Any) -> str:
-    return json.dumps(value, ensure_ascii=False)
+    try:
+        return json.dumps(value, ensure_ascii=False, default=safe_str)
+    except (TypeError, ValueError, RecursionError):  # a table must show any event, even a strange one
+        return safe_str(value)
 
 
 def describe(event: Event) -> str:
@@ -168,9 +262,10 @@ def describe(event: Event) -> str:
     if kind == "request":
         return f"round {event.get('iteration')}: {event.get('sent')} of {event.get('messages')} messages sent"
     if kind == "response":
-        content = event.get("content") or []
+        content = event.get("content")
+        content = [b for b in content if isinstance(b, dict)] if isinstance(content, list) else []
         calls = sum(1 for b in content if b.get("type") == "tool_use")
-        text = "".join(b.get("text", "") for b in content if b.get("type") == "text")
+        text = "".join(b["text"] for b in content if b.get("type") == "text" and isinstance(b.get("text"), str))
         return f"stop_reason={event.get('stop_reason')}" + (f", {calls} tool_use" if calls else "") \
             + (f": {text}" if text else "")
     if kind == "tool_call":
