@@ -26,6 +26,7 @@ HELLO = [{"role": "user", "content": "Hello"}]
 WEATHER = {"name": "get_weather", "description": "Weather for a city",
            "input_schema": {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}}
 ROOT = Path(__file__).resolve().parents[1]
+CONTROL = {"x-api-key": KEY}  # with --api-key, the control endpoints need the key too
 
 
 def read_first_line(proc: subprocess.Popen, timeout: float = 15.0) -> str:
@@ -59,7 +60,7 @@ def server(tmp_path_factory):
 @pytest.fixture
 def base_url(server):
     url, _ = server
-    httpx.post(f"{url}/_mock/reset").raise_for_status()
+    httpx.post(f"{url}/_mock/reset", headers=CONTROL).raise_for_status()
     return url
 
 
@@ -70,7 +71,7 @@ def sdk(base_url, **kwargs):
 
 
 def records(base_url):
-    return httpx.get(f"{base_url}/_mock/requests").json()
+    return httpx.get(f"{base_url}/_mock/requests", headers=CONTROL).json()
 
 
 def test_a_plain_create(base_url):
@@ -95,7 +96,7 @@ def test_a_tool_round_trip_from_a_script(base_url):
     scripted = [{"content": [{"type": "text", "text": "Checking."},
                              {"type": "tool_use", "name": "get_weather", "input": {"city": "Paris"}}]},
                 {"content": "It is 15 C in Paris."}]
-    httpx.post(f"{base_url}/_mock/script", json=scripted).raise_for_status()
+    httpx.post(f"{base_url}/_mock/script", json=scripted, headers=CONTROL).raise_for_status()
     client = sdk(base_url)
     question = {"role": "user", "content": "Weather in Paris?"}
     first = client.messages.create(model=MODEL, max_tokens=300, messages=[question], tools=[WEATHER])
@@ -142,7 +143,7 @@ def test_overloaded_error(base_url):
 
 
 def test_the_sdk_retries_once_after_a_429(base_url):
-    httpx.post(f"{base_url}/_mock/fault", json={"status": 429, "times": 1}).raise_for_status()
+    httpx.post(f"{base_url}/_mock/fault", json={"status": 429, "times": 1}, headers=CONTROL).raise_for_status()
     message = sdk(base_url, max_retries=2).messages.create(model=MODEL, max_tokens=300, messages=HELLO)
     assert message.id == "msg_mock_0001"
     attempts = records(base_url)

@@ -104,6 +104,15 @@ def test_a_tool_use_block_needs_its_fields():
     rejects(request(messages), "messages.1.content.0.tool_use.id: Field required")
 
 
+@pytest.mark.parametrize("bad_id", ["toolu 1", "toolu_1\n", "toolu.1", "toolu:1", "", "tööl", "toolu_1\u200b"])
+def test_a_tool_use_id_must_match_the_api_pattern(bad_id):
+    """The real API's words (seen in many bug reports); fullmatch, so a trailing newline fails too."""
+    rejects(request(tool_turns(use_id=bad_id, result_id=bad_id), tools=[WEATHER]),
+            "messages.1.content.0.tool_use.id: String should match pattern '^[a-zA-Z0-9_-]+$'")
+    for good in ("toolu_01D7FLrfh4GYq7yT1ULFeyMV", "toolu_mock_0001", "call-1", "A"):  # the API's and the mock's
+        assert validate_request(request(tool_turns(good, good), tools=[WEATHER]), version=OLD) is None
+
+
 def test_an_image_needs_a_supported_media_type():
     image = {"type": "image", "source": {"type": "base64", "media_type": "image/bmp", "data": "AAAA"}}
     rejects(request([{"role": "user", "content": [image]}]),

@@ -3,7 +3,12 @@
 Point any client at it, e.g. `Anthropic(base_url="http://127.0.0.1:N", api_key="anything")`
 or curl. The first line printed is `miniagent mock API listening on http://HOST:PORT`
 (scripts read the port from it when started with `--port 0`); after that, one line
-per request goes to stderr.
+per request goes to stderr (method, path, status: never a header, so never a key).
+
+With `--api-key`, the control endpoints (`/_mock/*`) need that key too, since the
+server may listen on a shared network and its records hold everyone's requests.
+`--flaky 0.2 --seed 7` makes one call in five fail with a 429 or a 529, in the same
+pattern every run, never three in a row: live-mode notebooks meet transient errors.
 """
 
 from __future__ import annotations
@@ -28,6 +33,10 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--fail", type=int, default=0, metavar="N", help="fail the first N /v1/messages calls")
     parser.add_argument("--fail-status", type=int, default=529, metavar="STATUS",
                         help="status for --fail (default 529 overloaded)")
+    parser.add_argument("--flaky", type=float, default=0.0, metavar="RATE",
+                        help="fail each /v1/messages and count_tokens call with probability RATE (0 to <1) with a "
+                             "429 or 529, never more than 2 in a row (default 0: never)")
+    parser.add_argument("--seed", type=int, default=0, metavar="N", help="seed of the --flaky pattern (default 0)")
     parser.add_argument("--strict-alternation", action="store_true",
                         help="reject consecutive same-role messages instead of merging them (the older API rule)")
     return parser
@@ -37,7 +46,7 @@ def build_mock(args: argparse.Namespace, parser: argparse.ArgumentParser) -> Moc
     """The MockAPI the options describe; bad options end the program with a clear message."""
     try:
         mock = MockAPI(api_keys=set(args.api_keys) if args.api_keys else None,
-                       strict_alternation=args.strict_alternation)
+                       strict_alternation=args.strict_alternation, flaky=args.flaky, seed=args.seed)
         if args.script:
             with open(args.script, encoding="utf-8") as f:
                 mock.script_json(json.load(f))

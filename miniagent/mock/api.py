@@ -4,17 +4,25 @@
 `MockReply`; `transport.py` plugs it into httpx in-process and `server.py` puts it
 behind a socket, so notebooks, tests and curl all meet exactly the same behaviour.
 
-A request passes the real API's gates in its order: route, authentication,
-`anthropic-version`, size, JSON, validation. Two mock-only steps serve lessons: an
-injected *fault* (429, 529, 500, slow, dropped) comes before validation, to show
-retries; a *script* of exact answers comes after it, so a broken conversation still
-fails as it would live.
+A request passes the real API's gates in its order: size (the real 413 comes from the
+proxy in front of the API, before anything else), route, authentication,
+`anthropic-version`, JSON, validation. Two mock-only steps serve lessons: an injected
+*fault* (429, 529, 500, slow, dropped; or a random one in flaky mode) comes before
+validation, to show retries; a *script* of exact answers comes after it, so a broken
+conversation still fails as it would live.
 
 Everything is deterministic: ids come from counters (`msg_mock_0001`, `toolu_mock_0001`,
-`req_mock_0001`) and usage from `miniagent.tokens`, so the same requests give the same bytes.
+`req_mock_0001`), usage from `miniagent.tokens`, flakiness from a seeded generator, so
+the same requests give the same bytes.
 
-Control endpoints (mock-only, no authentication, not recorded, no request id used):
-`POST /_mock/script`, `POST /_mock/fault`, `GET /_mock/requests`, `POST /_mock/reset`.
+Control endpoints (mock-only, never recorded, no request id used): `POST /_mock/script`,
+`POST /_mock/fault`, `GET /_mock/requests`, `DELETE /_mock/requests`, `POST /_mock/reset`.
+They need the same key as the API when the mock has `api_keys` (a workshop server
+listens on the room's network, and the records hold everyone's requests), and none
+otherwise.
+
+Nothing a client sends can make `handle()` raise, or make the mock's memory grow
+without bound: records, scripts and faults are all capped (see records.py, faults.py).
 """
 
 from __future__ import annotations
@@ -22,35 +30,54 @@ from __future__ import annotations
 import asyncio
 import copy
 import json
+import re
 import threading
 import time
+import traceback
 from collections import deque
 from dataclasses import dataclass
 from typing import Any, Awaitable, Callable, Mapping
+from urllib.parse import urlsplit
 
 import httpx
 
 from miniagent.mock import brain as _brain
+from miniagent.mock import safejson
+from miniagent.mock.faults import (DEFAULT_RETRY_AFTER, MAX_RETRY_AFTER, Fault, FaultQueue, Flaky, is_error_status,
+                                   make_fault, parse_fault_header, seconds)
+from miniagent.mock.records import MAX_RECORD_BYTES, MAX_RECORDS, REDACTED, RecordLog
 from miniagent.mock.validate import SUPPORTED_VERSIONS, ApiError, validate_request
 from miniagent.tokens import estimate_content, estimate_request
+
+__all__ = ["MockAPI", "MockReply", "error_reply", "parse_fault_header", "DEFAULT_RETRY_AFTER", "REDACTED",
+           "MAX_BODY_BYTES"]
 
 MESSAGES_PATH = "/v1/messages"
 COUNT_TOKENS_PATH = "/v1/messages/count_tokens"
 MAX_BODY_BYTES = 32 * 1024 * 1024  # the real limit for Messages and token counting
-DEFAULT_RETRY_AFTER = 0.05  # seconds: small, so notebooks that show retries stay fast
+MAX_SCRIPT = 1_000                  # scripted responses waiting
+MAX_SCRIPT_BYTES = MAX_BODY_BYTES   # their total size as JSON
 NO_RETRY_STATUSES = (400, 401, 403, 404, 413)
-REDACTED = "<redacted>"
-_AUTH_HEADERS = ("x-api-key", "authorization")
+API_ROUTES = (("POST", MESSAGES_PATH), ("POST", COUNT_TOKENS_PATH))
+CONTROL_ROUTES = (("POST", "/_mock/script"), ("POST", "/_mock/fault"), ("GET", "/_mock/requests"),
+                  ("DELETE", "/_mock/requests"), ("POST", "/_mock/reset"))
+INTERNAL_ERROR = "Internal error in the offline mock itself (a bug in the mock, not in your request)"
+CONTROL_REQUEST_ID = "req_mock_control"
+HTTP_REQUEST_ID = "req_mock_http"  # errors the server decides before the API sees the request
 
 ERROR_TYPES = {
     400: "invalid_request_error", 401: "authentication_error", 402: "billing_error",
-    403: "permission_error", 404: "not_found_error", 413: "request_too_large",
+    403: "permission_error", 404: "not_found_error", 408: "timeout_error", 413: "request_too_large",
     429: "rate_limit_error", 500: "api_error", 504: "timeout_error", 529: "overloaded_error",
 }
 # "Overloaded" is the real API's text; the other two are ours (the real ones are not documented).
 _FAULT_MESSAGES = {
     429: "Rate limited: too many requests (fault injected by the offline mock). Retry after the retry-after delay.",
     500: "Internal server error",
+    529: "Overloaded",
+}
+_FLAKY_MESSAGES = {
+    429: "Rate limited: too many requests (the offline mock's flaky mode). Retry after the retry-after delay.",
     529: "Overloaded",
 }
 
@@ -67,71 +94,79 @@ class MockReply:
     drop: bool = False
 
 
-@dataclass(frozen=True)
-class _Fault:
-    status: int | None
-    retry_after: float
-    delay: float
-    drop: bool
-    message: str | None = None
-
-
 @dataclass
 class _Scripted:
     item: dict | Callable[[dict], dict]
     repeat: bool = False
+    size: int = 0
 
 
 class MockAPI:
     """The state of one mock API: keys, script queue, faults, counters, records.
 
-    `api_keys`: the keys accepted (None: any non-empty key). `strict_alternation`:
-    reject consecutive same-role messages instead of merging them (the older rule).
-    `brain`: `(body) -> partial message`, the default answerer when nothing is scripted.
+    `api_keys`: the keys accepted (None: any non-empty key); they guard the control
+    endpoints too. `strict_alternation`: reject consecutive same-role messages instead
+    of merging them (the older rule). `brain`: `(body) -> partial message`, the default
+    answerer when nothing is scripted. `flaky`: the probability (0 to below 1) that a
+    call fails with a 429 or a 529, drawn from `random.Random(seed)`; never more than
+    two such failures in a row. `max_records` / `max_record_bytes`: how many requests,
+    and how many bytes of them, `records` keeps (the oldest go first).
     """
 
     def __init__(self, *, api_keys: set[str] | None = None, strict_alternation: bool = False,
-                 brain: Callable[[dict], dict] | None = None) -> None:
+                 brain: Callable[[dict], dict] | None = None, flaky: float = 0.0, seed: int = 0,
+                 max_records: int = MAX_RECORDS, max_record_bytes: int = MAX_RECORD_BYTES) -> None:
         if api_keys is not None and not all(isinstance(k, str) and k for k in api_keys):
             raise ValueError("api_keys must be a set of non-empty strings, or None to accept any key")
         self.api_keys = set(api_keys) if api_keys is not None else None
         self.strict_alternation = strict_alternation
         self._brain = brain
+        self._flaky = Flaky(flaky, seed)
+        self._records = RecordLog(max_records, max_record_bytes)
         self._lock = threading.RLock()  # re-entrant: a scripted callable may read mock.records
         self.reset()
 
     # --- state --------------------------------------------------------------------
 
     def reset(self) -> None:
-        """Forget records, scripted responses, pending faults, and restart the id counters."""
+        """Forget records, scripted responses, pending faults; restart the id counters and the flaky pattern."""
         with self._lock:
-            self._records: list[dict] = []
+            self._records.clear()
             self._script: deque[_Scripted] = deque()
-            self._faults: deque[_Fault] = deque()
+            self._faults = FaultQueue()
+            self._flaky.reset()
             self._counters = {"req": 0, "msg": 0, "toolu": 0}
+
+    def clear_records(self) -> int:
+        """Forget the records only (scripts, faults and counters stay); returns how many there were."""
+        with self._lock:
+            return self._records.clear()
 
     @property
     def records(self) -> list[dict]:
-        """Every API request received (control endpoints excluded), oldest first.
+        """The API requests received that passed authentication, oldest first (control endpoints excluded).
 
         Each is {"n", "method", "path", "headers", "body", "raw", "status", "response"},
         with the auth headers replaced by "<redacted>"; `raw` is the body exactly as it
         arrived (text), `body` the same parsed; `status`/`response` are None for a
-        dropped connection.
+        dropped connection. Only the newest `max_records` requests are kept, within
+        `max_record_bytes`; a request alone larger than that keeps no headers or bodies.
+        Each read returns fresh copies.
         """
         with self._lock:
-            return copy.deepcopy(self._records)
+            return self._records.views()
 
     @property
     def requests(self) -> list[dict]:
         """The records of `POST /v1/messages` calls only."""
-        return [r for r in self.records if r["path"] == MESSAGES_PATH]
+        with self._lock:
+            return self._records.views(MESSAGES_PATH)
 
     @property
     def last_request(self) -> dict | None:
         """The record of the latest `POST /v1/messages` call, or None."""
-        found = self.requests
-        return found[-1] if found else None
+        with self._lock:
+            return self._records.last(MESSAGES_PATH)
 
     def script(self, *responses: dict | Callable[[dict], dict], repeat: bool = False) -> None:
         """Queue exact answers for the next `POST /v1/messages` calls that pass validation.
@@ -144,23 +179,26 @@ class MockAPI:
           message default from the status; add "retry_after": seconds for a 429);
         - a callable `(body) -> one of the above`, called with the request body.
         With `repeat=True` (one response only) the response is used for every later
-        call until `reset()`: e.g. a model that never stops calling tools.
+        call until `reset()`: e.g. a model that never stops calling tools. At most
+        `MAX_SCRIPT` responses, `MAX_SCRIPT_BYTES` of JSON in all, wait at once.
         """
         if repeat and len(responses) != 1:
             raise ValueError("script(..., repeat=True) takes exactly one response (it repeats forever)")
-        for item in responses:
-            if not callable(item):
-                _check_scripted(item)
+        entries = [_Scripted(item, repeat, 0 if callable(item) else _checked_size(item)) for item in responses]
         with self._lock:
             if self._script and self._script[-1].repeat:
                 raise ValueError("the script already ends with a repeating response, so anything queued "
                                  "after it would never be used; call reset() first")
-            self._script.extend(_Scripted(item, repeat) for item in responses)
+            if len(self._script) + len(entries) > MAX_SCRIPT or \
+                    sum(e.size for e in self._script) + sum(e.size for e in entries) > MAX_SCRIPT_BYTES:
+                raise ValueError(f"the script queue holds at most {MAX_SCRIPT} responses and {MAX_SCRIPT_BYTES} "
+                                 "bytes of JSON; let the queued ones be used, or call reset() first")
+            self._script.extend(entries)
 
     def script_json(self, payload: Any) -> None:
         """`script()` from JSON, as the control endpoint and `--script FILE` receive it:
         a list of responses, or `{"responses": [...], "repeat": true}`."""
-        if isinstance(payload, dict) and "responses" in payload:
+        if isinstance(payload, dict) and isinstance(payload.get("responses"), list):
             self.script(*payload["responses"], repeat=bool(payload.get("repeat", False)))
         elif isinstance(payload, list):
             self.script(*payload)
@@ -175,59 +213,52 @@ class MockAPI:
         `retry-after-ms` headers; 529 `overloaded_error`; 500 `api_error`; any other
         4xx/5xx the matching type. `delay` seconds pass before the answer (alone: a
         slow success). `drop=True` closes the connection without any response.
+        Bounds (ValueError beyond them): `delay` at most 60 s, `retry_after` at most a day
+        (a header only), `times` at most 1,000,000, 1,000 fault() calls waiting.
         """
-        if status is not None and not _is_error_status(status):
-            raise ValueError(f"fault status must be an HTTP error status from 400 to 599, got {status!r}")
-        if status is None and not delay and not drop:
-            raise ValueError("fault() needs a status (e.g. 429), a delay (e.g. delay=0.3) or drop=True")
-        if isinstance(times, bool) or not isinstance(times, int) or times < 1:
-            raise ValueError(f"times must be a positive integer, got {times!r}")
-        for name, value in (("retry_after", retry_after), ("delay", delay)):
-            if isinstance(value, bool) or not isinstance(value, (int, float)) or value < 0:
-                raise ValueError(f"{name} must be a number of seconds >= 0, got {value!r}")
+        made = make_fault(status, retry_after=retry_after, delay=delay, drop=drop, message=message)
         with self._lock:
-            self._faults.extend([_Fault(status, float(retry_after), float(delay), bool(drop), message)] * times)
+            self._faults.add(made, times)
 
     # --- the one entry point ----------------------------------------------------------
 
     def handle(self, method: str, path: str, headers: Mapping[str, str], body: bytes) -> MockReply:
-        """Answer one HTTP request. Never raises for bad input: bad input gets an error reply."""
-        path = path.split("?", 1)[0]
-        method = method.upper()
+        """Answer one HTTP request. Never raises: bad input gets the API's error reply, and
+        a bug in the mock a 500 `api_error` that says so."""
+        try:
+            return self._handle(str(method).upper(), _route_path(str(path)),
+                                {str(k).lower(): str(v) for k, v in headers.items()}, bytes(body))
+        except Exception as exc:  # the last resort: even a bug here must be an HTTP answer
+            where = traceback.extract_tb(exc.__traceback__)[-1] if exc.__traceback__ else None
+            at = f" at {where.filename.rsplit('/', 1)[-1]}:{where.lineno}" if where else ""
+            # the type and place only: an exception's text could quote a header, and so a key
+            return error_reply(500, f"{INTERNAL_ERROR}: {type(exc).__name__}{at}", "req_mock_error")
+
+    def _handle(self, method: str, path: str, headers: dict[str, str], body: bytes) -> MockReply:
+        if len(body) > MAX_BODY_BYTES:
+            return error_reply(413, f"Request exceeds the maximum size of {MAX_BODY_BYTES} bytes")
         if path.startswith("/_mock/"):
-            return self._control(method, path, body)
-        lower = {k.lower(): v for k, v in headers.items()}
+            return self._control(method, path, headers, body)
         with self._lock:
             self._counters["req"] += 1
             n = self._counters["req"]
-            record: dict[str, Any] = {
-                "n": n, "method": method, "path": path,
-                "headers": {k: (REDACTED if k in _AUTH_HEADERS else v) for k, v in lower.items()},
-                "body": _parse_or_none(body), "raw": body.decode("utf-8", "replace"),
-                "status": None, "response": None,
-            }
-            reply = self._answer(method, path, lower, body, f"req_mock_{n:04d}")
-            if not reply.drop:
-                record["status"] = reply.status
-                record["response"] = _parse_or_none(reply.body)
-            self._records.append(record)
+            rid = f"req_mock_{n:04d}"
+            if (method, path) not in API_ROUTES:
+                return _error(_not_found(method, path), rid)
+            problem = _check_auth(headers, self.api_keys)
+            if problem:
+                return _error(problem, rid)  # not recorded: a stranger's request stores nothing
+            reply = self._answer(path, headers, body, rid)
+            self._records.add(n, method, path, headers, body, None if reply.drop else reply.status,
+                              None if reply.drop else reply.body)
         return reply
 
-    def _answer(self, method: str, path: str, headers: dict[str, str], raw: bytes, rid: str) -> MockReply:
-        if (method, path) not in (("POST", MESSAGES_PATH), ("POST", COUNT_TOKENS_PATH)):
-            return _error(ApiError(404, "not_found_error", "Not Found"), rid)
-        problem = _check_auth(headers, self.api_keys) or _check_version(headers)
+    def _answer(self, path: str, headers: dict[str, str], raw: bytes, rid: str) -> MockReply:
+        problem = _check_version(headers)
         if problem:
             return _error(problem, rid)
-        if len(raw) > MAX_BODY_BYTES:
-            return _error(ApiError(413, "request_too_large",
-                                   f"Request exceeds the maximum size of {MAX_BODY_BYTES} bytes"), rid)
         try:
-            body = json.loads(raw)
-        except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-            return _error(_invalid(f"The request body is not valid JSON ({exc}); send a JSON object "
-                                   "with content-type: application/json"), rid)
-        try:
+            body = safejson.loads(raw)
             fault = self._take_fault(headers.get("x-mock-fault"), path)
         except ValueError as exc:
             return _error(_invalid(str(exc)), rid)
@@ -264,14 +295,17 @@ class MockAPI:
                                  retry_after=partial.get("retry_after", DEFAULT_RETRY_AFTER), source="Scripted error")
         return _json_reply(200, self._message(body, partial), rid)
 
-    def _take_fault(self, header: str | None, path: str) -> _Fault | None:
-        """The fault for this request: the `x-mock-fault` header first, else the queue
-        (queued faults apply to `POST /v1/messages` only)."""
+    def _take_fault(self, header: str | None, path: str) -> Fault | None:
+        """The fault for this request: the `x-mock-fault` header first, then the queue
+        (queued faults apply to `POST /v1/messages` only), then flakiness."""
         if header is not None:
             return parse_fault_header(header)
-        if path == MESSAGES_PATH and self._faults:
-            return self._faults.popleft()
-        return None
+        if path == MESSAGES_PATH:
+            queued = self._faults.take()
+            if queued:
+                return queued
+        status = self._flaky.next_status()
+        return Fault(status, message=_FLAKY_MESSAGES[status]) if status else None
 
     def _next_partial(self, body: dict) -> dict:
         """The next scripted answer, else the brain's. Each gets its own copy of the body."""
@@ -281,7 +315,7 @@ class MockAPI:
         item = entry.item
         if callable(item):
             item = item(copy.deepcopy(body))
-            _check_scripted(item)
+            _checked_size(item)
         return copy.deepcopy(item)
 
     def _message(self, body: dict, partial: dict) -> dict:
@@ -313,29 +347,32 @@ class MockAPI:
 
     # --- control endpoints ------------------------------------------------------------
 
-    def _control(self, method: str, path: str, raw: bytes) -> MockReply:
+    def _control(self, method: str, path: str, headers: dict[str, str], raw: bytes) -> MockReply:
         """The mock's own endpoints, so any HTTP client can script it and read its records."""
-        rid = "req_mock_control"
+        rid = CONTROL_REQUEST_ID
+        problem = _check_auth(headers, self.api_keys) if self.api_keys is not None else None
+        if problem:
+            return _error(problem, rid)
         try:
             if (method, path) == ("GET", "/_mock/requests"):
                 return _json_reply(200, self.records, rid)
+            if (method, path) == ("DELETE", "/_mock/requests"):
+                return _json_reply(200, {"cleared": self.clear_records()}, rid)
             if (method, path) == ("POST", "/_mock/reset"):
                 self.reset()
                 return _json_reply(200, {"reset": True}, rid)
             if (method, path) == ("POST", "/_mock/script"):
-                self.script_json(json.loads(raw or b"null"))
+                self.script_json(safejson.loads(raw or b"null"))
                 return _json_reply(200, {"queued": len(self._script)}, rid)
             if (method, path) == ("POST", "/_mock/fault"):
-                kwargs = json.loads(raw or b"{}")
+                kwargs = safejson.loads(raw or b"{}")
                 if not isinstance(kwargs, dict):
                     raise ValueError('send a JSON object of fault() arguments, e.g. {"status": 429, "times": 2}')
                 self.fault(**kwargs)
-                return _json_reply(200, {"pending_faults": len(self._faults)}, rid)
+                return _json_reply(200, {"pending_faults": self._faults.pending}, rid)
         except (ValueError, TypeError) as exc:  # json.JSONDecodeError is a ValueError
             return _error(_invalid(f"{path}: {exc}"), rid)
-        return _error(ApiError(404, "not_found_error", f"Not Found: the mock has no {method} {path}; "
-                               "use POST /_mock/script, POST /_mock/fault, GET /_mock/requests "
-                               "or POST /_mock/reset"), rid)
+        return _error(_not_found(method, path), rid)
 
     # --- ways in ----------------------------------------------------------------------
 
@@ -353,34 +390,6 @@ class MockAPI:
         """The same for `httpx.AsyncClient`."""
         from miniagent.mock.transport import AsyncTransport
         return AsyncTransport(self, sleep)
-
-
-# --- faults from a header -------------------------------------------------------------
-
-
-def parse_fault_header(value: str) -> _Fault:
-    """`x-mock-fault: 429`, `529`, `500`, `429 retry-after=0.05`, `slow=0.3`, `drop`."""
-    status, retry_after, delay, drop = None, DEFAULT_RETRY_AFTER, 0.0, False
-    for token in value.replace(",", " ").split():
-        key, _, arg = token.partition("=")
-        key = key.lower()
-        try:
-            if token.isdigit() and 400 <= int(token) <= 599:
-                status = int(token)
-            elif key == "drop" and not arg:
-                drop = True
-            elif key in ("retry-after", "retry_after") and float(arg) >= 0:
-                retry_after = float(arg)
-            elif key in ("slow", "delay") and float(arg) >= 0:
-                delay = float(arg)
-            else:
-                raise ValueError
-        except ValueError:
-            raise ValueError(f"x-mock-fault: cannot use {token!r}; write e.g. '429', '529', '500', "
-                             "'429 retry-after=0.05', 'slow=0.3' or 'drop'") from None
-    if status is None and not delay and not drop:
-        raise ValueError("x-mock-fault: give a status (e.g. '429'), 'slow=SECONDS' or 'drop'")
-    return _Fault(status, retry_after, delay, drop)
 
 
 # --- checks ---------------------------------------------------------------------------
@@ -408,27 +417,53 @@ def _check_version(headers: dict[str, str]) -> ApiError | None:
     if not version:
         return _invalid("anthropic-version: header is required")
     if version not in SUPPORTED_VERSIONS:
-        return _invalid(f"anthropic-version: {version!r} is not a supported version; "
+        # quoted back only if it looks like a date: a key pasted here by mistake must not be
+        sent = repr(version) if re.fullmatch(r"[0-9]{4}-[0-9]{2}-[0-9]{2}", version) else "the value sent"
+        return _invalid(f"anthropic-version: {sent} is not a supported version; "
                         f"use {' or '.join(repr(v) for v in SUPPORTED_VERSIONS)}")
     return None
 
 
-def _is_error_status(value: Any) -> bool:
-    return not isinstance(value, bool) and isinstance(value, int) and 400 <= value <= 599
+def _route_path(target: str) -> str:
+    """The path to route on: no query string, and the absolute form a proxy sends
+    (`POST http://host/v1/messages`) reduced to its path, as HTTP/1.1 servers must."""
+    if target[:8].lower().startswith(("http://", "https://")):
+        try:
+            return urlsplit(target).path or "/"
+        except ValueError:  # e.g. "http://[::1/": not a URL, so no route either
+            return target
+    return target.split("?", 1)[0]
+
+
+def _not_found(method: str, path: str) -> ApiError:
+    """The real API says only "Not Found"; the mock adds what it does serve."""
+    served = ", ".join(f"{m} {p}" for m, p in API_ROUTES)
+    control = ", ".join(f"{m} {p}" for m, p in CONTROL_ROUTES)
+    return ApiError(404, "not_found_error", f"Not Found: the mock has no {method[:20]} {path[:200]}; it serves "
+                                            f"{served}, and its control endpoints {control}")
+
+
+def _checked_size(item: Any) -> int:
+    """Check a scripted response (fail at script() time, with a clear message, rather than
+    mid-lesson) and return its size as JSON."""
+    _check_scripted(item)
+    if safejson.too_deep(item):
+        raise ValueError(f"a scripted response nests more than {safejson.MAX_JSON_DEPTH} levels deep")
+    try:
+        return len(json.dumps(item, ensure_ascii=False))
+    except (TypeError, ValueError) as exc:
+        raise ValueError(f"a scripted response must be JSON data (dicts, lists, strings, numbers): {exc}") from None
 
 
 def _check_scripted(item: Any) -> None:
-    """Fail at script() time, with a clear message, rather than mid-lesson."""
     if not isinstance(item, dict):
         raise ValueError(f"a scripted response must be a dict or a callable, got {type(item).__name__}")
     if "status" in item:
-        if not _is_error_status(item["status"]):
+        if not is_error_status(item["status"]):
             raise ValueError(f"a scripted error needs an HTTP error status from 400 to 599, got {item['status']!r}")
         if not isinstance(item.get("error", {}), dict):
             raise ValueError('a scripted error\'s "error" must be {"type": ..., "message": ...}')
-        wait = item.get("retry_after", 0)
-        if isinstance(wait, bool) or not isinstance(wait, (int, float)) or wait < 0:
-            raise ValueError(f'a scripted error\'s "retry_after" must be a number of seconds >= 0, got {wait!r}')
+        seconds('a scripted error\'s "retry_after"', item.get("retry_after", 0), MAX_RETRY_AFTER)
         return
     content = item.get("content")
     if not isinstance(content, (str, list)) or not all(isinstance(b, dict) and "type" in b
@@ -437,7 +472,7 @@ def _check_scripted(item: Any) -> None:
                          '{"type": "text", "text": "..."}; an error needs "status"')
     unknown = set(item) - {"content", "stop_reason", "stop_sequence"}
     if unknown:
-        raise ValueError(f"a scripted response has unknown keys {sorted(unknown)}; "
+        raise ValueError(f"a scripted response has unknown keys {sorted(map(str, unknown))}; "
                          "use content, stop_reason, stop_sequence")
 
 
@@ -452,16 +487,17 @@ def _invalid(message: str) -> ApiError:
     return ApiError(400, "invalid_request_error", message)
 
 
-def _parse_or_none(raw: bytes) -> Any:
-    try:
-        return json.loads(raw) if raw else None
-    except (json.JSONDecodeError, UnicodeDecodeError):
-        return None
+def error_reply(status: int, message: str, rid: str = HTTP_REQUEST_ID) -> MockReply:
+    """An error in the API's shape for any status, typed as the API would type it."""
+    kind = ERROR_TYPES.get(status, "api_error" if status >= 500 else "invalid_request_error")
+    return _error(ApiError(status, kind, message), rid)
 
 
 def _json_reply(status: int, obj: Any, rid: str, extra: dict[str, str] | None = None) -> MockReply:
     headers = {"content-type": "application/json", "request-id": rid, **(extra or {})}
-    body = json.dumps(obj, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+    # A lone surrogate ("\ud800" in the request, echoed back) cannot be UTF-8: it goes out as
+    # the same JSON escape it came in as, and only a surrogate can need it.
+    body = json.dumps(obj, ensure_ascii=False, separators=(",", ":")).encode("utf-8", "backslashreplace")
     return MockReply(status, headers, body)
 
 

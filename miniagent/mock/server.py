@@ -1,35 +1,73 @@
 """The mock API behind a real socket, so curl and the official SDKs can use it.
 
-Only the standard library: `http.server.ThreadingHTTPServer` reads the request,
-hands method, path, headers and body to `MockAPI.handle()`, and writes the reply.
+Only the standard library: `http.server` parses the request line and headers,
+`httpread` reads the body, `MockAPI.handle()` decides the answer, and the handler
+writes it. Whatever a client sends, it gets an HTTP answer in the API's JSON error
+shape, and the server stays within fixed bounds:
+
+- what http.server itself refuses (a bad request line, 414, 431, HTTP/0.9...) is
+  answered in JSON too: `send_error` is overridden;
+- bad body framing is a 400, a body over 32 MB a 413 decided before reading it;
+- at most `max_connections` connections are served at once, a thread each; the next
+  `MAX_REFUSING` get a 529 `overloaded_error` and are closed, and any beyond those
+  are closed at once;
+- a connection may idle `idle_timeout` seconds between requests, and each request
+  must arrive whole within `request_timeout` seconds, so trickling bytes
+  (slowloris) cannot hold a thread for longer than that;
+- each answer goes out in one write with Nagle's algorithm off: headers and body
+  written apart meet the client's delayed ACK, which costs ~40 ms a request.
+
 Two reply kinds need care: a delayed one (the handler sleeps first, so the client's
-own timeout decides what happens) and a dropped one (the handler closes the
-socket without writing anything, which clients report as a disconnect).
+own timeout decides what happens) and a dropped one (the handler closes the socket
+without writing anything, which clients report as a disconnect).
 """
 
 from __future__ import annotations
 
+import io
+import socket
+import sys
 import threading
 import time
+from email.utils import formatdate
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import TextIO
 
-from miniagent.mock.api import MockAPI
+from miniagent.mock.api import INTERNAL_ERROR, MAX_BODY_BYTES, MockAPI, MockReply, error_reply
+from miniagent.mock.httpread import BodyError, DeadlineReader, framing, read_body
+
+MAX_CONNECTIONS = 256   # served at once; a workshop of 30 SDK clients uses a few each
+MAX_REFUSING = 16       # more connections answered 529 at once; beyond, closed unanswered
+IDLE_TIMEOUT = 30.0     # seconds a keep-alive connection may wait for its next request (httpx drops its own at 5)
+REQUEST_TIMEOUT = 60.0  # seconds for a whole request to arrive (32 MB at ~0.5 MB/s), and for an answer to leave
+MAX_LINE = 65536        # bytes in the request line (http.server's own limit for each header line)
+LINGER = 2.0            # seconds to drain unread input before closing (see _linger)
 
 
 class MockHTTPServer(ThreadingHTTPServer):
     """A threading HTTP server holding one `MockAPI` (`server.mock`).
 
     `shutdown()` stops serving and also closes the listening socket, so one call
-    is enough to clean up.
+    is enough to clean up. Open connections end on their own timeouts.
     """
 
     daemon_threads = True
+    block_on_close = False    # shutdown() must not wait for idle keep-alive connections
+    request_queue_size = 256  # the listen backlog: a burst of clients waits instead of being turned away
 
-    def __init__(self, address: tuple[str, int], mock: MockAPI, log: TextIO | None = None) -> None:
+    def __init__(self, address: tuple[str, int], mock: MockAPI, log: TextIO | None = None, *,
+                 max_connections: int = MAX_CONNECTIONS, idle_timeout: float = IDLE_TIMEOUT,
+                 request_timeout: float = REQUEST_TIMEOUT) -> None:
+        if isinstance(max_connections, bool) or not isinstance(max_connections, int) or max_connections < 1:
+            raise ValueError(f"max_connections must be a positive whole number, got {max_connections!r}")
+        for name, value in (("idle_timeout", idle_timeout), ("request_timeout", request_timeout)):
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 < value < float("inf"):
+                raise ValueError(f"{name} must be a positive number of seconds, got {value!r}")
+        self.mock, self.log, self.max_connections = mock, log, max_connections
+        self.idle_timeout, self.request_timeout = float(idle_timeout), float(request_timeout)
+        self._serving = threading.BoundedSemaphore(self.max_connections)
+        self._refusing = threading.BoundedSemaphore(MAX_REFUSING)
         super().__init__(address, _Handler)
-        self.mock = mock
-        self.log = log
 
     def shutdown(self) -> None:
         super().shutdown()
@@ -40,29 +78,132 @@ class MockHTTPServer(ThreadingHTTPServer):
         host, port = self.server_address[:2]
         return f"http://{host}:{port}"
 
+    def say(self, line: str) -> None:
+        """A line to the log, if any. A log that fails (a closed pipe) must not stop the serving."""
+        if self.log is not None:
+            try:
+                print(line, file=self.log, flush=True)
+            except (OSError, ValueError):
+                pass
+
+    def process_request(self, request: socket.socket, client_address: tuple) -> None:  # type: ignore[override]
+        """A thread per connection while a slot is free; a 529 while a refusing slot is; else a close."""
+        for slots, work in ((self._serving, self._serve), (self._refusing, self._turn_away)):
+            if slots.acquire(blocking=False):
+                try:
+                    threading.Thread(target=work, args=(request, client_address, slots), daemon=True).start()
+                except RuntimeError:  # the system cannot start another thread
+                    slots.release()
+                    break
+                return
+        self.say("mock: too many connections: one closed unanswered")
+        self.shutdown_request(request)
+
+    def _serve(self, request: socket.socket, client_address: tuple, slots: threading.BoundedSemaphore) -> None:
+        try:
+            self.process_request_thread(request, client_address)
+        finally:
+            slots.release()
+
+    def _turn_away(self, request: socket.socket, client_address: tuple, slots: threading.BoundedSemaphore) -> None:
+        """Answer a connection over the limit with a 529, which clients retry, and close it."""
+        reply = error_reply(529, f"Overloaded: the mock server is already serving its maximum of "
+                                 f"{self.max_connections} connections; retry in a moment")
+        try:
+            request.settimeout(LINGER)
+            request.sendall(_response_bytes(reply, close=True))
+            _linger(request, LINGER)
+        except OSError:
+            pass
+        finally:
+            self.say("- - 529 (too many connections)")
+            self.shutdown_request(request)
+            slots.release()
+
+    def handle_error(self, request: object, client_address: tuple) -> None:
+        """One log line, not socketserver's traceback on stderr. The handler catches all it
+        can, so beyond a client that vanished (an OSError) this is reached only by a bug."""
+        exc = sys.exc_info()[1]
+        if not isinstance(exc, OSError):
+            self.say(f"mock: BUG: a connection failed: {type(exc).__name__}")
+
 
 class _Handler(BaseHTTPRequestHandler):
     server: MockHTTPServer
     protocol_version = "HTTP/1.1"  # keep-alive, as the SDKs' connection pools expect
+    disable_nagle_algorithm = True
 
-    def do_GET(self) -> None:
-        self._serve()
+    def setup(self) -> None:
+        super().setup()
+        self.rfile.close()  # the plain socket file; reads go through deadlines instead
+        self.reader = DeadlineReader(self.connection, self.server.idle_timeout, self.server.request_timeout)
+        self.rfile = io.BufferedReader(self.reader)
+        self.unread = False  # an answer went out before the request was read to its end
 
-    def do_POST(self) -> None:
-        self._serve()
+    def handle_one_request(self) -> None:
+        """http.server's loop step, plus: blank lines before a request are skipped; every
+        refusal is JSON; a time-out or a vanished client ends the connection quietly
+        (with a 408 if a request had begun); and a bug still gets an answer."""
+        self.reader.next_request()
+        self.command, self.path, self.raw_requestline, self.answered = "", "", b"", False
+        try:
+            line = self.rfile.readline(MAX_LINE + 1)
+            for _ in range(8):  # RFC 9112 §2.2: ignore empty lines before a request line
+                if line not in (b"\r\n", b"\n"):
+                    break
+                line = self.rfile.readline(MAX_LINE + 1)
+            self.raw_requestline = line
+            if not line:
+                self.close_connection = True
+            elif len(line) > MAX_LINE:
+                self.send_error(414, f"the request line is longer than {MAX_LINE} bytes")
+            elif self.parse_request():
+                self._answer()
+        except TimeoutError:
+            self.close_connection = True
+            if self.reader.started and not self.answered:
+                self._reply_and_close(error_reply(408, f"the request did not arrive whole within "
+                                              f"{self.server.request_timeout:g} s"))
+        except OSError:  # the client went away: nobody to answer
+            self.close_connection = True
+        except Exception as exc:  # a bug in the server: still an answer if one can go out
+            self.server.say(f"mock: BUG: {type(exc).__name__} while serving {self._where()}")
+            if not self.answered:
+                self._reply_and_close(error_reply(500, f"{INTERNAL_ERROR}: {type(exc).__name__} in the server"))
+            self.close_connection = True
 
-    def do_PUT(self) -> None:
-        self._serve()
+    def parse_request(self) -> bool:
+        words = str(self.raw_requestline, "iso-8859-1").split()
+        if len(words) < 3:  # nothing, a bare word, or HTTP/0.9 ("GET /": no version, no headers)
+            self.send_error(400, "the request line must be METHOD PATH HTTP/1.1 (HTTP/0.9 is not supported)")
+            return False
+        return super().parse_request()
 
-    def do_DELETE(self) -> None:
-        self._serve()
+    def handle_expect_100(self) -> bool:
+        """Refuse a body the server would refuse anyway before the client sends it (curl waits for this)."""
+        try:
+            framing(self.headers, MAX_BODY_BYTES)
+        except BodyError as exc:
+            self._reply_and_close(error_reply(exc.status, exc.message))
+            return False
+        return super().handle_expect_100()
 
-    def do_PATCH(self) -> None:
-        self._serve()
+    def send_error(self, code: int, message: str | None = None, explain: str | None = None) -> None:
+        """http.server's own refusals, as the API's JSON error instead of its HTML page."""
+        text = message or self.responses.get(code, ("Bad request",))[0]
+        if explain:
+            text = f"{text} ({explain})"
+        self._reply_and_close(error_reply(code, text[:300]))
 
-    def _serve(self) -> None:
-        length = int(self.headers.get("content-length") or 0)
-        body = self.rfile.read(length) if length else b""
+    def _answer(self) -> None:
+        try:
+            frame = framing(self.headers, MAX_BODY_BYTES)
+            body = read_body(self.rfile, frame, MAX_BODY_BYTES)
+        except BodyError as exc:
+            self._reply_and_close(error_reply(exc.status, exc.message))
+            return
+        if frame.ambiguous:  # both content-length and chunked: answer, then close (RFC 9112 §6.3)
+            self.close_connection = True
         reply = self.server.mock.handle(self.command, self.path, dict(self.headers.items()), body)
         if reply.delay:
             time.sleep(reply.delay)
@@ -70,36 +211,81 @@ class _Handler(BaseHTTPRequestHandler):
             self._log("dropped (no response)")
             self.close_connection = True
             return
-        self.send_response(reply.status)
-        for name, value in reply.headers.items():
-            self.send_header(name, value)
-        self.send_header("content-length", str(len(reply.body)))
-        self.end_headers()
-        self.wfile.write(reply.body)
+        self._write(reply)
 
-    def log_request(self, code: int | str = "-", size: int | str = "-") -> None:
-        """One short line per request: method, path, status. Never headers, so never a key."""
-        self._log(str(code))
+    def _reply_and_close(self, reply: MockReply) -> None:
+        """Answer an error decided before the request was read whole, and close the connection."""
+        self.close_connection = self.unread = True
+        self._write(reply)
+
+    def _write(self, reply: MockReply) -> None:
+        self.answered = True
+        self.connection.settimeout(self.server.request_timeout)
+        # a HEAD gets no body, even when its request line was refused before `command` was set
+        head = (self.command or str(self.raw_requestline[:5], "latin-1").split(" ")[0].strip()) == "HEAD"
+        self.wfile.write(_response_bytes(reply, close=self.close_connection, head_only=head))
+        self._log(str(reply.status))
+
+    def finish(self) -> None:
+        if self.unread:
+            _linger(self.connection, LINGER)
+        super().finish()
 
     def log_message(self, format: str, *args: object) -> None:
-        """Errors that http.server itself reports (malformed requests and the like)."""
-        if self.server.log is not None:
-            print("mock: " + format % args, file=self.server.log, flush=True)
+        """Anything http.server itself logs goes to the server's log, not to stderr."""
+        self.server.say("mock: " + _printable(format % args))
+
+    def _where(self) -> str:
+        return _printable(f"{self.command or '-'} {(self.path or '-').split('?', 1)[0]}")
 
     def _log(self, outcome: str) -> None:
-        if self.server.log is not None:
-            path = (getattr(self, "path", None) or "").split("?", 1)[0]  # unset if the request line was bad
-            print(f"{self.command or '-'} {path} {outcome}", file=self.server.log, flush=True)
+        """One short line per request: method, path, status. Never headers or the query, so never a key."""
+        self.server.say(f"{self._where()} {outcome}")
+
+
+def _response_bytes(reply: MockReply, *, close: bool, head_only: bool = False) -> bytes:
+    """The whole HTTP response as one buffer, so it leaves in one send."""
+    reason = "Overloaded" if reply.status == 529 else _Handler.responses.get(reply.status, ("Error",))[0]
+    lines = [f"HTTP/1.1 {reply.status} {reason}", f"date: {formatdate(usegmt=True)}", "server: miniagent-mock",
+             *(f"{name}: {value}" for name, value in reply.headers.items()), f"content-length: {len(reply.body)}"]
+    if close:
+        lines.append("connection: close")
+    head = ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1")
+    return head if head_only else head + reply.body
+
+
+def _linger(sock: socket.socket, seconds: float) -> None:
+    """Close gently after answering a request that was not read to its end: stop writing,
+    then read and discard what the client still sends, for at most `seconds`. Closing a
+    socket with unread input makes the kernel reset the connection, and the reset can
+    destroy the answer before the client has read it."""
+    deadline = time.monotonic() + seconds
+    try:
+        sock.shutdown(socket.SHUT_WR)
+        while (left := deadline - time.monotonic()) > 0:
+            sock.settimeout(left)
+            if not sock.recv(65536):
+                return
+    except OSError:  # the client is gone, or out of time: either way, done
+        return
+
+
+def _printable(text: str, limit: int = 200) -> str:
+    """A client-chosen string made safe for a log line: printable ASCII only, bounded length."""
+    return "".join(c if " " <= c <= "~" else "?" for c in text[:limit])
 
 
 def serve_in_thread(mock: MockAPI | None = None, port: int = 0, host: str = "127.0.0.1",
-                    log: TextIO | None = None) -> tuple[MockHTTPServer, str]:
+                    log: TextIO | None = None, *, max_connections: int = MAX_CONNECTIONS,
+                    idle_timeout: float = IDLE_TIMEOUT, request_timeout: float = REQUEST_TIMEOUT
+                    ) -> tuple[MockHTTPServer, str]:
     """Start the mock HTTP server on a background thread; returns (server, base_url).
 
     Port 0 picks a free port. Stop it with `server.shutdown()`. Silent unless `log`
     is given (a notebook does not want a line per request).
     """
-    server = MockHTTPServer((host, port), mock or MockAPI(), log)
+    server = MockHTTPServer((host, port), mock or MockAPI(), log, max_connections=max_connections,
+                            idle_timeout=idle_timeout, request_timeout=request_timeout)
     # A short poll interval makes shutdown() return quickly (it waits for the next poll).
     thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05},
                               name="miniagent-mock", daemon=True)

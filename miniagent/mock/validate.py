@@ -35,6 +35,8 @@ MAX_MESSAGES = 100_000
 MAX_PROMPT_TOKENS = 200_000
 TOOL_NAME_PATTERN = "^[a-zA-Z0-9_-]{1,128}$"
 _TOOL_NAME = re.compile(TOOL_NAME_PATTERN)  # used with fullmatch: `$` alone would accept a final "\n"
+TOOL_USE_ID_PATTERN = "^[a-zA-Z0-9_-]+$"
+_TOOL_USE_ID = re.compile(TOOL_USE_ID_PATTERN)  # fullmatch too
 
 # Known top-level fields the mock accepts but does not act on (it has no thinking,
 # no caching, no containers). Rejecting them would fail requests the real API serves.
@@ -369,6 +371,13 @@ def _result_content(value: Any, path: str) -> None:
     _check_content(value, path, _RESULT_BLOCKS, "content blocks")
 
 
+def _tool_use_id(value: Any, path: str) -> None:
+    """The API checks the ids it is sent back: `toolu_01A...` passes, `call 1` or `id\\n` does not."""
+    _string(value, path)
+    if not _TOOL_USE_ID.fullmatch(value):
+        raise _Reject(f"{path}: String should match pattern '{TOOL_USE_ID_PATTERN}'")
+
+
 def _cache_control(value: Any, path: str) -> None:
     kind = _tag(value, path, ("ephemeral",))
     if "ttl" in value and value["ttl"] not in ("5m", "1h"):
@@ -385,7 +394,7 @@ _BLOCK_FIELDS: dict[str, tuple[dict[str, _Check], dict[str, _Check]]] = {
     "document": ({"source": _document_source},
                  {"cache_control": _cache_control, "citations": _any, "context": _optional_string,
                   "title": _optional_string}),
-    "tool_use": ({"id": _string, "name": _string, "input": _dict}, {"cache_control": _cache_control}),
+    "tool_use": ({"id": _tool_use_id, "name": _string, "input": _dict}, {"cache_control": _cache_control}),
     "tool_result": ({"tool_use_id": _string},
                     {"content": _result_content, "is_error": _boolean, "cache_control": _cache_control}),
 }
