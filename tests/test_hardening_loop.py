@@ -34,17 +34,7 @@ from miniagent.messages import (
 from miniagent.tools import Tool, tool
 
 API_ID = re.compile(r"^[a-zA-Z0-9_-]+$")
-Q = [{"role": "user", "content": "What's the weather in Paris?"}]
-
-
-@tool
-def get_weather(city: str) -> str:
-    """Get the current weather for a city.
-
-    Args:
-        city: the city name
-    """
-    return f"{city}: sunny, 20°C"
+from test_loop import Q, get_weather  # noqa: E402 - the same question and tool as the loop's own tests
 
 
 def call(id: Any = ..., city: str = "Paris", **extra: Any) -> dict:
