@@ -373,8 +373,9 @@ class Client:
             content = wire.encode_body(body)
         except ValueError as exc:
             raise RequestEncodingError(f"the request cannot be sent: {exc}", type="request_encoding") from None
+        request = self._redacted_request(url, body)  # one snapshot, shared by the attempts (they send the same)
         for attempt in range(1, self.max_retries + 2):
-            record = Exchange(request=self._redacted_request(url, body), attempt=attempt)
+            record = Exchange(request=request, attempt=attempt)
             self.exchanges.append(record)
             started = time.perf_counter()
             response = None
