@@ -14,19 +14,25 @@ Cells tagged `raises-exception` may raise; any other error stops with the cell s
 Widget state (`metadata.widgets`) is stripped: GitHub will not render a notebook whose
 widget state is incomplete, and nbval ignores widget views anyway. Paths of the machine
 that ran the notebook (in the tracebacks of cells that raise on purpose) are made
-relative to the repository, so saved outputs hold no machine's folders.
+relative to the repository, so saved outputs hold no machine's folders. A cell whose
+new outputs differ from its saved ones only where the nbval sanitize file allows
+(clocks, durations; images nbval does not compare) keeps its saved outputs, so
+rebuilding an unchanged notebook leaves no diff.
 """
 
 from __future__ import annotations
 
+import configparser
 import json
 import os
+import re
 import sys
 import time
 from pathlib import Path
 
 import nbformat
 from nbconvert.preprocessors import CellExecutionError, ExecutePreprocessor
+from nbval.plugin import coalesce_streams
 
 
 def build(source: Path) -> Path:
@@ -83,7 +89,55 @@ def _strip_paths(nb: nbformat.NotebookNode) -> None:
                 out.text = without_machine_paths(out.text)
 
 
-def execute(path: Path) -> float:
+SANITIZE = ROOT / "tests" / "nbval-sanitize.cfg"
+# What nbval compares: streams, error names and texts, and these data kinds (images and widgets it skips).
+COMPARED = ("text/plain", "text/html", "text/markdown", "application/json")
+
+
+def _rules() -> list[tuple[re.Pattern, str]]:
+    config = configparser.ConfigParser()
+    config.read(SANITIZE)
+    return [(re.compile(config[name]["regex"]), config[name]["replace"]) for name in config.sections()]
+
+
+def _as_compared(outputs: list, rules: list[tuple[re.Pattern, str]]) -> str:
+    """Outputs as nbval sees them: streams merged, only compared parts, varying parts sanitised."""
+    seen = []
+    for out in coalesce_streams([nbformat.from_dict(json.loads(json.dumps(o))) for o in outputs]):
+        if out.output_type == "stream":
+            seen.append([out.name, out.text])
+        elif out.output_type == "error":
+            seen.append([out.ename, out.evalue])
+        else:
+            seen.append([out.get("data", {}).get(kind) for kind in COMPARED])
+    text = json.dumps(seen, ensure_ascii=False)
+    for pattern, replace in rules:
+        text = pattern.sub(replace, text)
+    return text
+
+
+def keep_unchanged(nb: nbformat.NotebookNode, previous: nbformat.NotebookNode | None) -> int:
+    """Give back their saved outputs to the cells whose new outputs nbval would call equal.
+
+    A clock, a duration or a plot of a timing differs on every run; where that is all
+    that differs, the saved bytes stay, so rebuilding an unchanged notebook leaves no
+    diff and a real change stands out. Returns how many cells changed.
+    """
+    old = {c.get("id"): c for c in (previous.cells if previous else []) if c.cell_type == "code"}
+    rules, changed = _rules(), 0
+    for cell in nb.cells:
+        before = old.get(cell.get("id"))
+        if cell.cell_type != "code":
+            continue
+        if before is not None and before.source == cell.source and \
+                _as_compared(before.outputs, rules) == _as_compared(cell.outputs, rules):
+            cell.outputs = before.outputs
+        else:
+            changed += 1
+    return changed
+
+
+def execute(path: Path, previous: nbformat.NotebookNode | None = None) -> float:
     nb = nbformat.read(path, as_version=4)
     os.environ["MINIAGENT_OFFLINE"] = "1"
     os.environ.setdefault("MPLBACKEND", "Agg")
@@ -93,6 +147,10 @@ def execute(path: Path) -> float:
         nb, {"metadata": {"path": str(path.parent)}})
     nb.metadata.pop("widgets", None)
     _strip_paths(nb)
+    for cell in nb.cells:
+        if cell.cell_type == "code":
+            cell.outputs = coalesce_streams(cell.outputs)  # one stream per name: how a cell flushes is noise
+    keep_unchanged(nb, previous)
     for cell in nb.cells:
         cell.metadata.pop("execution", None)  # per-run timings: noise in every diff
     nb.metadata["kernelspec"] = {"display_name": "Python 3", "language": "python", "name": "python3"}
@@ -105,9 +163,11 @@ def main(argv: list[str]) -> int:
         print(__doc__)
         return 2
     for name in argv[2:]:
+        saved = Path(name).parent.parent / (Path(name).stem + ".ipynb") if argv[1] == "build" else Path(name)
+        previous = nbformat.read(saved, as_version=4) if saved.exists() else None
         path = build(Path(name)) if argv[1] == "build" else Path(name)
         try:
-            seconds = execute(path)
+            seconds = execute(path, previous)
         except CellExecutionError as exc:
             print(f"FAILED {path}:\n{exc}", file=sys.stderr)
             return 1

@@ -121,7 +121,7 @@ def test_demo_final_answer_uses_every_result_in_call_order():
     messages, final = run(DEMO, BUILTIN)
     assert len(messages) == 4 and final["stop_reason"] == "end_turn"
     answer = text_of(final)
-    assert answer.startswith("（离线模拟）现在是 2026-05-09 14:23:11。")
+    assert answer.startswith("（模拟）现在是 2026-05-09 14:23:11。")
     assert "(1024 + 768) * 2 = 3584" in answer
     assert answer.index("北京 今天晴，气温 25 度，微风") < answer.index("上海 今天晴，气温 25 度，微风")
     assert conversation_error(messages) is None
@@ -155,7 +155,7 @@ def test_english_weather_question_with_two_cities():
     assert text_of(r) == "I'll look up the weather in Paris and London."
     _, final = run("What's the weather like in Paris and London today?", BUILTIN,
                    {"get_weather": "{city}: sunny, 18°C"})
-    assert text_of(final) == "(offline mock) Paris: sunny, 18°C\nLondon: sunny, 18°C"
+    assert text_of(final) == "(mock) Paris: sunny, 18°C\nLondon: sunny, 18°C"
 
 
 def test_unknown_place_is_passed_on_for_the_tool_to_reject():
@@ -211,17 +211,17 @@ def test_vague_tool_is_never_picked():
 def test_missing_required_argument_makes_it_ask():
     r = ask("What's the weather like?", BUILTIN)
     assert calls(r) == [] and r["stop_reason"] == "end_turn"
-    assert text_of(r) == "(offline mock) To call get_weather I need the city. Which city do you mean?"
+    assert text_of(r) == "(mock) To call get_weather I need the city. Which city do you mean?"
 
 
 # --- plain answers, language ------------------------------------------------------------------
 
 
 @pytest.mark.parametrize("question, expected", [
-    ("Hello!", "(offline mock) Hello! I'm the offline mock model."),
-    ("你好", "（离线模拟）你好！我是离线模拟模型。"),
-    ("What is the capital of France?", "(offline mock) I'm the offline mock"),
-    ("法国的首都是哪里？", "（离线模拟）我是离线模拟模型"),
+    ("Hello!", "(mock) Hello! I'm the mock model, not a real one."),
+    ("你好", "（模拟）你好！我是模拟模型，不是真正的模型。"),
+    ("What is the capital of France?", "(mock) I'm the mock model"),
+    ("法国的首都是哪里？", "（模拟）我是模拟模型"),
 ])
 def test_plain_answers_in_the_language_of_the_question(question, expected):
     r = ask(question)
@@ -287,7 +287,7 @@ def test_corrects_a_misspelt_city_from_the_known_cities():
     messages, final = run("What's the weather in Shangai?", BUILTIN, {"get_weather": weather})
     made = [b["input"] for m in messages for b in tool_uses(m)]
     assert made == [{"city": "Shangai"}, {"city": "Shanghai"}]
-    assert text_of(final) == "(offline mock) Shanghai: cloudy"
+    assert text_of(final) == "(mock) Shanghai: cloudy"
 
 
 def test_fills_a_field_the_error_says_is_missing():
@@ -302,7 +302,7 @@ def test_gives_up_with_the_error_when_it_cannot_correct():
     error = "Error: unknown city 'Atlantis'. Known cities: 北京 (Beijing), 上海 (Shanghai)"
     messages, final = run("What's the weather in Atlantis?", BUILTIN, {"get_weather": error})
     assert len(messages) == 4 and final["stop_reason"] == "end_turn"
-    assert text_of(final) == f'(offline mock) get_weather(city=Atlantis) failed: "{error}"'
+    assert text_of(final) == f'(mock) get_weather(city=Atlantis) failed: "{error}"'
 
 
 def test_corrects_only_once_then_answers_never_loops():
@@ -319,7 +319,7 @@ def test_corrects_only_once_then_answers_never_loops():
         messages.append(results_for(messages[-1], {"convert_temperature": always}))
     assert response["stop_reason"] == "end_turn"
     assert [b["input"]["unit"] for m in messages for b in tool_uses(m)] == ["celsius", "C"]  # one correction
-    assert text_of(response) == ("(offline mock) convert_temperature(value=100, unit=C) failed again after one "
+    assert text_of(response) == ("(mock) convert_temperature(value=100, unit=C) failed again after one "
                                  "correction: \"Error: unit must be one of 'C', 'F', got 'C'\"")
 
 
@@ -333,7 +333,7 @@ def test_no_retry_when_the_allowed_value_is_what_was_sent():
 def test_error_in_chinese_question_is_reported_in_chinese():
     error = "Error: unknown city '火星'. Known cities: 北京 (Beijing)"
     _, final = run("火星的天气怎么样？", BUILTIN, {"get_weather": error})
-    assert text_of(final) == f"（离线模拟）get_weather(city=火星) 失败：「{error}」"
+    assert text_of(final) == f"（模拟）get_weather(city=火星) 失败：「{error}」"
 
 
 # --- memory is only the request ---------------------------------------------------------------------
@@ -341,27 +341,27 @@ def test_error_in_chinese_question_is_reported_in_chinese():
 
 def test_name_is_recalled_while_it_is_in_the_messages():
     said = [user("Hi, my name is Ada."), {"role": "assistant", "content": "Nice to meet you."}]
-    assert text_of(respond(body(said + [user("What's my name?")]))) == "(offline mock) Your name is Ada."
+    assert text_of(respond(body(said + [user("What's my name?")]))) == "(mock) Your name is Ada."
     forgot = text_of(respond(body([user("What's my name?")])))
     assert "Ada" not in forgot and "don't know your name" in forgot
 
 
 def test_name_recalled_from_system_and_in_chinese():
-    assert text_of(respond(body([user("What's my name?")], system="The user's name is Bea."))) == "(offline mock) Your name is Bea."
+    assert text_of(respond(body([user("What's my name?")], system="The user's name is Bea."))) == "(mock) Your name is Bea."
     said = [user("我叫小明，我喜欢喝咖啡。"), {"role": "assistant", "content": "好的。"}]
-    assert text_of(respond(body(said + [user("我叫什么名字？")]))) == "（离线模拟）你叫小明。"
-    assert text_of(respond(body(said + [user("我喜欢什么？")]))) == "（离线模拟）你说过你喜欢喝咖啡。"
+    assert text_of(respond(body(said + [user("我叫什么名字？")]))) == "（模拟）你叫小明。"
+    assert text_of(respond(body(said + [user("我喜欢什么？")]))) == "（模拟）你说过你喜欢喝咖啡。"
     assert "不知道你的名字" in text_of(respond(body([user("我叫什么名字？")])))
 
 
 def test_a_stated_name_is_acknowledged():
-    assert text_of(ask("I'm Ada.")).startswith("(offline mock) Nice to meet you, Ada!")
+    assert text_of(ask("I'm Ada.")).startswith("(mock) Nice to meet you, Ada!")
 
 
 def test_later_statement_wins():
     said = [user("My name is Ada."), {"role": "assistant", "content": "Hi."}, user("Actually, call me Bea."),
             {"role": "assistant", "content": "Sure."}, user("What's my name?")]
-    assert text_of(respond(body(said))) == "(offline mock) Your name is Bea."
+    assert text_of(respond(body(said))) == "(mock) Your name is Bea."
 
 
 # --- summaries ------------------------------------------------------------------------------------------
@@ -371,7 +371,7 @@ def test_summary_of_the_messages_keeps_the_name_and_results():
     messages, _ = run("My name is Ada. What's the weather in Paris?", BUILTIN, {"get_weather": "{city}: sunny, 18°C"})
     messages.append(user("Please summarise our conversation so far."))
     summary = text_of(respond(body(messages, BUILTIN)))
-    assert summary.startswith("(offline mock) Summary")
+    assert summary.startswith("(mock) Summary")
     assert "The user's name is Ada." in summary and "Paris: sunny, 18°C" in summary
     assert len(summary.split()) <= 150
 
@@ -382,11 +382,11 @@ def test_summary_of_a_pasted_transcript_and_recall_from_it():
                {"role": "assistant", "content": "北京：晴。"}]
     prompt = context.summary_prompt(None, history)
     summary = text_of(respond(body([user(prompt)], system=context.SUMMARY_SYSTEM)))
-    assert summary.startswith("（离线模拟）摘要：用户叫小明。") and "北京天气怎么样" in summary
+    assert summary.startswith("（模拟）摘要：用户叫小明。") and "北京天气怎么样" in summary
     again = text_of(respond(body([user(context.summary_prompt(summary, [user("现在几点了？")]))])))
     assert "用户叫小明" in again  # a re-summary keeps the name from the earlier summary
     later = [user(f"{context.SUMMARY_HEADER}\n{summary}"), {"role": "assistant", "content": "好的。"}, user("我叫什么名字？")]
-    assert text_of(respond(body(later))) == "（离线模拟）你叫小明。"
+    assert text_of(respond(body(later))) == "（模拟）你叫小明。"
 
 
 def test_summary_is_bounded():
@@ -421,9 +421,9 @@ def test_max_tokens_truncates_a_tool_call_to_an_empty_input():
 
 
 def test_stop_sequence_cuts_just_before_it():
-    r = ask("What is the capital of France?", stop_sequences=["never", "mock:"])
-    assert r == {"content": [{"type": "text", "text": "(offline mock) I'm the offline"}],
-                 "stop_reason": "stop_sequence", "stop_sequence": "mock:"}
+    r = ask("What is the capital of France?", stop_sequences=["never", "model:"])
+    assert r == {"content": [{"type": "text", "text": "(mock) I'm the mock"}],
+                 "stop_reason": "stop_sequence", "stop_sequence": "model:"}
     assert ask("Hello", stop_sequences=["zzz"])["stop_reason"] == "end_turn"
 
 
@@ -438,7 +438,7 @@ def test_prefill_is_continued_not_repeated():
     r = respond(body([user("What is the capital of France?"), {"role": "assistant", "content": prefill}]))
     assert prefill + text_of(r) == full
     r = respond(body([user("Hello"), {"role": "assistant", "content": "Well"}]))
-    assert text_of(r).startswith(" (offline mock) Hello")
+    assert text_of(r).startswith(" (mock) Hello")
     r = respond(body([user(DEMO), {"role": "assistant", "content": "好的"}], BUILTIN))
     assert r["stop_reason"] == "tool_use" and r["content"][0]["type"] == "tool_use" and len(calls(r)) == 4
 
@@ -539,13 +539,13 @@ def test_corrected_result_takes_the_place_of_the_failure():
                            else "Shanghai: cloudy")
     _, final = run("What's the weather in Shangai and what is 2**10?", BUILTIN,
                    {"get_weather": weather, "calculate": "1024"})
-    assert text_of(final) == "(offline mock) Shanghai: cloudy\n2**10 = 1024"
+    assert text_of(final) == "(mock) Shanghai: cloudy\n2**10 = 1024"
 
 
 def test_summary_of_plain_text_keeps_its_first_lines():
     prompt = "Summarise this tool output.\n<tool_output>\nBuild failed with 3 errors.\nerror: missing ; at line 12\n</tool_output>"
     summary = text_of(ask(prompt))
-    assert summary == "(offline mock) Summary: Key points: Build failed with 3 errors.; error: missing ; at line 12."
+    assert summary == "(mock) Summary: Key points: Build failed with 3 errors.; error: missing ; at line 12."
 
 
 WORDS = st.sampled_from(["weather", "北京", "Paris", "time", "几点", "(1 + 2) * 3", "summarise", "my name is Ada",

@@ -162,7 +162,7 @@ def check(answer: Answer | None, data: bytes) -> None:
         return
     if answer.status >= 400 and not head:
         message = answer.error()[2]
-        assert "Internal error in the offline mock" not in message and "the mock failed to answer" not in message
+        assert "Internal error in the mock" not in message and "the mock failed to answer" not in message
     assert answer.status != 500 or b"x-mock-fault: 500" in data, (data[:300], answer)
 
 

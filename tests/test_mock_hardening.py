@@ -32,7 +32,7 @@ RAW_BODY = json.dumps(BODY).encode()
 MAX_BODY = 32 * 1024 * 1024
 ENDPOINTS = ["POST /v1/messages", "POST /v1/messages/count_tokens", "POST /_mock/script", "POST /_mock/fault",
              "GET /_mock/requests", "DELETE /_mock/requests", "POST /_mock/reset"]
-BUG_MARKERS = ("Internal error in the offline mock", "mock: BUG", "Traceback")
+BUG_MARKERS = ("Internal error in the mock", "mock: BUG", "Traceback")
 
 
 def fixed_brain(body: dict) -> dict:
@@ -439,7 +439,7 @@ def test_handle_never_raises_for_any_input(method, path, headers, body):
     if reply.status >= 400:
         data = json.loads(reply.body)
         assert data["type"] == "error" and set(data["error"]) == {"type", "message"}
-        assert "Internal error in the offline mock" not in data["error"]["message"]
+        assert "Internal error in the mock" not in data["error"]["message"]
         assert "the mock failed to answer" not in data["error"]["message"]
     assert reply.delay <= 60
     mock.records  # noqa: B018  (reading the records must not raise either)

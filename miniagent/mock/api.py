@@ -61,7 +61,7 @@ NO_RETRY_STATUSES = (400, 401, 403, 404, 413)
 API_ROUTES = (("POST", MESSAGES_PATH), ("POST", COUNT_TOKENS_PATH))
 CONTROL_ROUTES = (("POST", "/_mock/script"), ("POST", "/_mock/fault"), ("GET", "/_mock/requests"),
                   ("DELETE", "/_mock/requests"), ("POST", "/_mock/reset"))
-INTERNAL_ERROR = "Internal error in the offline mock itself (a bug in the mock, not in your request)"
+INTERNAL_ERROR = "Internal error in the mock itself (a bug in the mock, not in your request)"
 CONTROL_REQUEST_ID = "req_mock_control"
 HTTP_REQUEST_ID = "req_mock_http"  # errors the server decides before the API sees the request
 
@@ -72,12 +72,12 @@ ERROR_TYPES = {
 }
 # "Overloaded" is the real API's text; the other two are ours (the real ones are not documented).
 _FAULT_MESSAGES = {
-    429: "Rate limited: too many requests (fault injected by the offline mock). Retry after the retry-after delay.",
+    429: "Rate limited: too many requests (fault injected by the mock). Retry after the retry-after delay.",
     500: "Internal server error",
     529: "Overloaded",
 }
 _FLAKY_MESSAGES = {
-    429: "Rate limited: too many requests (the offline mock's flaky mode). Retry after the retry-after delay.",
+    429: "Rate limited: too many requests (the mock's flaky mode). Retry after the retry-after delay.",
     529: "Overloaded",
 }
 

@@ -39,11 +39,11 @@ from miniagent.tokens import estimate_block, estimate_text
 
 SAY = {
     "en": {
-        "mark": "(offline mock) ",
-        "hello": "Hello{name}! I'm the offline mock model. Ask me something, or give me tools to call.",
-        "unknown": ("I'm the offline mock: I can call the tools you give me, remember what is in this "
+        "mark": "(mock) ",
+        "hello": "Hello{name}! I'm the mock model, not a real one. Ask me something, or give me tools to call.",
+        "unknown": ("I'm the mock model: I can call the tools you give me, remember what is in this "
                     "conversation and summarise it, but I know nothing else, so I can't answer \"{q}\". "
-                    "Set ANTHROPIC_API_KEY to ask a real model."),
+                    "To ask a real model, set ANTHROPIC_API_KEY to a real key and leave ANTHROPIC_BASE_URL unset."),
         "no_fit": "None of the tools I was given ({names}) fits this question. ",
         "no_tools": "I may not use tools for this request (tool_choice is none). ",
         "need": "To call {tool} I need the {field}. Which {field} do you mean?",
@@ -64,10 +64,10 @@ SAY = {
         "asked": "The user asked: {items}.", "results": "Key tool results: {items}.", "points": "Key points: {items}.",
     },
     "zh": {
-        "mark": "（离线模拟）",
-        "hello": "你好{name}！我是离线模拟模型。可以问我问题，或者给我一些工具来调用。",
-        "unknown": ("我是离线模拟模型：我能调用你给我的工具、记住这段对话里的内容并做总结，但别的我都不知道，"
-                    "所以回答不了「{q}」。设置 ANTHROPIC_API_KEY 就能问真正的模型。"),
+        "mark": "（模拟）",
+        "hello": "你好{name}！我是模拟模型，不是真正的模型。可以问我问题，或者给我一些工具来调用。",
+        "unknown": ("我是模拟模型：我能调用你给我的工具、记住这段对话里的内容并做总结，但别的我都不知道，"
+                    "所以回答不了「{q}」。要问真正的模型，请把 ANTHROPIC_API_KEY 设成真实的密钥，并且不要设置 ANTHROPIC_BASE_URL。"),
         "no_fit": "给我的工具（{names}）都不适合这个问题。",
         "no_tools": "这次请求不允许我使用工具（tool_choice 为 none）。",
         "need": "要调用 {tool}，我还需要 {field}。请告诉我 {field}。",

@@ -43,7 +43,7 @@ def loads(raw: bytes) -> Any:
     openers = raw.count(b"[") + raw.count(b"{")  # at most the depth: most bodies need no scan
     depth = nesting_depth(raw) if openers > MAX_JSON_DEPTH else 0
     if depth > MAX_JSON_DEPTH:
-        raise ValueError(f"The request body nests arrays and objects {depth} levels deep; the offline mock "
+        raise ValueError(f"The request body nests arrays and objects {depth} levels deep; the mock "
                          f"accepts at most {MAX_JSON_DEPTH}, far more than any request needs")
     try:
         return json.loads(raw, parse_constant=_not_json)

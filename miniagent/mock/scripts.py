@@ -58,10 +58,10 @@ def truncated_tool_call(name: str, partial_input: dict | None = None) -> Respons
 
 def refusal() -> Response:
     """The model declines to answer: stop_reason "refusal"."""
-    return text("(offline mock) I can't help with that request.", stop_reason="refusal")
+    return text("(mock) I can't help with that request.", stop_reason="refusal")
 
 
 def pause_turn() -> Response:
     """A long turn paused by the API: stop_reason "pause_turn"; send the conversation back to continue."""
-    return text("(offline mock) I'm pausing this turn here; send the conversation back to let me continue.",
+    return text("(mock) I'm pausing this turn here; send the conversation back to let me continue.",
                 stop_reason="pause_turn")

@@ -248,7 +248,7 @@ def _check_tool(tool: Any, path: str) -> None:
     _dict(tool, path)
     kind = tool.get("type", "custom")
     if kind != "custom":
-        raise _Reject(f"{path}.type: server tools such as {kind!r} are not supported by the offline mock; "
+        raise _Reject(f"{path}.type: server tools such as {kind!r} are not supported by the mock; "
                       "define a client tool with name, description and input_schema instead")
     p = f"{path}.custom"
     _require(tool, "name", p)
