@@ -52,9 +52,10 @@ test-props: $(STAMP)  ## the property tests at 1,000 examples each (make test ru
 test-notebooks: $(STAMP)  ## notebooks only, compared against their saved outputs (nbval, strict)
 	MINIAGENT_OFFLINE=1 $(PY) -m pytest -n 2 --dist loadscope notebooks $(NBVAL) -p no:cacheprovider
 
-test-ui: $(STAMP)  ## browser test: JupyterLab + notebook 05's chat widget in headless Chromium
+test-ui: $(STAMP)  ## browser tests (headless Chromium): 05's chat widget, a student notebook's check, every diagram
 	@(command -v chromium >/dev/null && fc-list | grep -qi wqy) || (apt-get update -qq && apt-get install -y -qq chromium fonts-wqy-zenhei >/dev/null)
 	MINIAGENT_OFFLINE=1 $(PY) tests/ui/run_ui_test.py
+	$(PY) tests/ui/run_diagram_test.py
 
 test-live: $(STAMP)  ## every notebook in LIVE mode, against the mock API over real HTTP (no key leaks)
 	$(PY) tests/live/run_live_notebooks.py
@@ -62,10 +63,24 @@ test-live: $(STAMP)  ## every notebook in LIVE mode, against the mock API over r
 notebooks: $(STAMP)  ## build notebooks/src/*.py into .ipynb, run each offline in a fresh kernel, save outputs
 	MINIAGENT_OFFLINE=1 $(PY) scripts/nbtools.py build notebooks/src/$(NB)*.py
 
+# The workshop edition: the notebooks without their reference solutions, in student/
+# (git-ignored, never collected by make test). A notebook already there is never
+# overwritten, because it holds a learner's work: delete it to get a fresh copy.
+.PHONY: student lab-student test-student
+
+student: $(STAMP)  ## write the student edition (no reference solutions) to student/, keeping notebooks already there
+	$(PY) scripts/nbtools.py student student notebooks/[0-9]*.ipynb
+
+lab-student: student  ## open JupyterLab at the student edition in student/ (offline unless ANTHROPIC_API_KEY is set)
+	$(VENV)/bin/jupyter lab --notebook-dir=student --port=$(PORT) $(ROOT_FLAG)
+
+test-student: $(STAMP)  ## run every student notebook offline; each exercise check must say "not yet" (slow)
+	MINIAGENT_OFFLINE=1 $(PY) -m pytest -n 2 tests/check_student_edition.py -p no:cacheprovider
+
 demo: $(STAMP)  ## the article's demo question, in the terminal
 	$(PY) -m miniagent --verbose "现在几点了？顺便帮我算一下 (1024 + 768) * 2，再告诉我北京和上海的天气。"
 
-bench: $(STAMP)  ## measure the claims (parallel tools, context policies) and print a table
+bench: $(STAMP)  ## measure the claims (context policies, parallel tools, mock server) and say which hold
 	MINIAGENT_OFFLINE=1 $(PY) benchmarks/run_all.py
 
 lint: $(STAMP)  ## check saved notebooks (execution order, no errors, no widget state, no secrets)

@@ -1,11 +1,12 @@
-"""Run every benchmark in this folder and print one table per benchmark.
+"""Run every benchmark in this folder: one table per benchmark, and each claim it checks.
 
     make bench            # or: python benchmarks/run_all.py [name ...]
 
-Each `bench_*.py` module has `run() -> (title, rows)` where rows are dicts with the
-same keys, and a `check(rows) -> list[str]` that returns the claims that failed.
-Ratios are measured within one run, because these machines are noisy: never compare
-absolute timings across runs.
+Each `bench_*.py` module has `run() -> (title, rows, claims)`: rows are dicts with the
+same keys, claims are `claims.Claim`s (a name, what was measured, the bound, whether it
+held). Every claim is printed under its table, held or not; the exit status is 1 if
+any failed. Ratios are measured within one run, because these machines are noisy:
+never compare absolute timings across runs.
 """
 
 from __future__ import annotations
@@ -21,24 +22,26 @@ def table(rows: list[dict]) -> str:
     keys = list(rows[0])
     cells = [[str(r[k]) for k in keys] for r in rows]
     widths = [max(len(k), *(len(c[i]) for c in cells)) for i, k in enumerate(keys)]
-    line = lambda values: "  ".join(v.ljust(w) for v, w in zip(values, widths))  # noqa: E731
+    line = lambda values: "  ".join(v.ljust(w) for v, w in zip(values, widths)).rstrip()  # noqa: E731
     return "\n".join([line(keys), line(["-" * w for w in widths])] + [line(c) for c in cells])
 
 
 def main(names: list[str]) -> int:
     sys.path.insert(0, str(HERE))
     modules = sorted(p.stem for p in HERE.glob("bench_*.py"))
-    failures = []
+    checked, failures = 0, []
     for name in modules:
         if names and not any(n in name for n in names):
             continue
-        bench = importlib.import_module(name)
-        title, rows = bench.run()
-        print(f"\n## {title}\n\n{table(rows)}\n")
-        for problem in bench.check(rows):
-            failures.append(f"{name}: {problem}")
-            print(f"CLAIM FAILED: {problem}")
-    print("all claims hold" if not failures else f"{len(failures)} claim(s) failed")
+        title, rows, claims = importlib.import_module(name).run()
+        print(f"\n## {title}\n\n{table(rows)}\n\nclaims:")
+        for claim in claims:
+            print(f"  {claim}")
+            checked += 1
+            if not claim.holds:
+                failures.append(f"{name}: {claim.name}")
+    print(f"\nall {checked} claims hold" if not failures else
+          f"\n{len(failures)} of {checked} claims failed: {'; '.join(failures)}")
     return 1 if failures else 0
 
 

@@ -9,8 +9,10 @@ consolidated versions live:
     builtin_tools.py  weather, clock, a safe calculator
     loop.py           the ReAct loop with its budgets
     context.py        what part of the history each call sends
+    workload.py       the long, tool-heavy session notebook 04 and `make bench` measure
     agent.py          all of it assembled, with a trace
     mock/             the strict offline mock of the Messages API
+    exercises.py      the notebooks' exercise checks (miniagent.exercises.check_01_1, ...)
 
 Names are imported lazily, so `import miniagent` stays fast and loads nothing you
 don't use (no ipywidgets, no matplotlib, no SDK).
@@ -41,10 +43,16 @@ _EXPORTS = {
     "MockAPI": "mock",
 }
 
+# Submodules reachable as attributes without an import, loaded on first use: a check cell
+# is the bare call `miniagent.exercises.check_01_1(...)`.
+_SUBMODULES = {"exercises"}
+
 __all__ = sorted(_EXPORTS)
 
 
 def __getattr__(name: str) -> Any:
+    if name in _SUBMODULES:
+        return import_module(f"miniagent.{name}")
     if name in _EXPORTS:
         value = getattr(import_module(f"miniagent.{_EXPORTS[name]}"), name)
         globals()[name] = value
@@ -53,4 +61,4 @@ def __getattr__(name: str) -> Any:
 
 
 def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(_EXPORTS))
+    return sorted(set(globals()) | set(_EXPORTS) | _SUBMODULES)

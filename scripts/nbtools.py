@@ -2,11 +2,19 @@
 
     python scripts/nbtools.py build notebooks/src/*.py     # .py (percent format) -> .ipynb, then execute
     python scripts/nbtools.py execute notebooks/0*.ipynb   # re-execute existing notebooks
+    python scripts/nbtools.py student student notebooks/0*.ipynb  # the workshop edition, into student/
+                                                                  # (a notebook already there is kept)
 
 Sources live in notebooks/src/ in the "percent" format: `# %% [markdown]` starts a
 markdown cell (its lines are commented with "# "), `# %%` starts a code cell, and
 `# %% tags=["raises-exception"]` marks a cell that raises on purpose. Edit the source,
 then `make notebooks`; the .ipynb files are what learners open and what nbval checks.
+
+Exercises use three more tags: `exercise` (the cell the learner edits), `check` (the
+bare call into `miniagent.exercises` that says where they stand) and `solution` (the
+reference solution, whose input is built collapsed: `metadata.jupyter.source_hidden`).
+The student edition (`make student`) replaces each solution cell by a one-line note and
+clears the outputs of the exercise and check cells; everything else stays as saved.
 
 Each notebook runs top to bottom in its own kernel with MINIAGENT_OFFLINE=1 (so the
 saved outputs are exactly what nbval will compare against), in the notebooks/ folder.
@@ -48,6 +56,8 @@ def build(source: Path) -> Path:
             cell = nbformat.v4.new_code_cell(text)
             if tags:
                 cell.metadata["tags"] = tags
+            if "solution" in tags:  # JupyterLab shows a collapsed input: try the exercise before reading it
+                cell.metadata["jupyter"] = {"source_hidden": True}
             cells.append(cell)
 
     for line in source.read_text().splitlines():
@@ -90,7 +100,7 @@ def _strip_paths(nb: nbformat.NotebookNode) -> None:
 
 
 SANITIZE = ROOT / "tests" / "nbval-sanitize.cfg"
-# What nbval compares: streams, error names and texts, and these data kinds (images and widgets it skips).
+# What nbval compares: streams, errors, and these data kinds (images and widgets it skips).
 COMPARED = ("text/plain", "text/html", "text/markdown", "application/json")
 
 
@@ -106,8 +116,8 @@ def _as_compared(outputs: list, rules: list[tuple[re.Pattern, str]]) -> str:
     for out in coalesce_streams([nbformat.from_dict(json.loads(json.dumps(o))) for o in outputs]):
         if out.output_type == "stream":
             seen.append([out.name, out.text])
-        elif out.output_type == "error":
-            seen.append([out.ename, out.evalue])
+        elif out.output_type == "error":  # the traceback too: it quotes the package's code, which may change
+            seen.append([out.ename, out.evalue, out.traceback])
         else:
             seen.append([out.get("data", {}).get(kind) for kind in COMPARED])
     text = json.dumps(seen, ensure_ascii=False)
@@ -158,7 +168,46 @@ def execute(path: Path, previous: nbformat.NotebookNode | None = None) -> float:
     return time.perf_counter() - started
 
 
+STUDENT_NOTE = ("*The reference solution is in the instructor's edition of this notebook "
+                "(`notebooks/` in the repository).*")
+CLEARED = {"exercise", "check"}  # tags of the cells whose outputs the student edition clears
+
+
+def student_edition(path: Path, folder: Path) -> Path:
+    """Write the workshop edition of the notebook at `path` into `folder`, under the same name.
+
+    Solution cells become a one-line markdown note; the exercise and check cells lose
+    their outputs (a learner should see "not yet" from their own run, not a saved
+    one); every other cell keeps its saved outputs, so the notebook reads as before.
+    """
+    nb = nbformat.read(path, as_version=4)
+    cells = []
+    for cell in nb.cells:
+        tags = set(cell.get("metadata", {}).get("tags", []))
+        if "solution" in tags:
+            note = nbformat.v4.new_markdown_cell(STUDENT_NOTE)
+            note.id = cell.get("id") or note.id
+            cells.append(note)
+            continue
+        if cell.cell_type == "code" and tags & CLEARED:
+            cell.outputs, cell.execution_count = [], None
+        cells.append(cell)
+    nb.cells = cells
+    folder.mkdir(parents=True, exist_ok=True)
+    target = folder / path.name
+    nbformat.write(nb, target)
+    return target
+
+
 def main(argv: list[str]) -> int:
+    if len(argv) >= 4 and argv[1] == "student":
+        folder = Path(argv[2])
+        for name in argv[3:]:
+            if (folder / Path(name).name).exists():  # a learner's work: never overwritten
+                print(f"kept {folder / Path(name).name} (it may hold your work; delete it for a fresh copy)")
+            else:
+                print(f"wrote {student_edition(Path(name), folder)}")
+        return 0
     if len(argv) < 3 or argv[1] not in ("build", "execute"):
         print(__doc__)
         return 2

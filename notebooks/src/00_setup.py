@@ -39,6 +39,21 @@ print(llm)
 print("default model:", miniagent.DEFAULT_MODEL)
 
 # %% [markdown]
+# Whatever the mode, your code makes the same call; only where the request goes changes:
+#
+# ```mermaid
+# flowchart LR
+#     code["your code<br/>llm.create(messages)"] --> client["miniagent.Client<br/>(httpx)"]
+#     client -- "offline: in-process transport,<br/>no socket" --> mock["MockAPI<br/>(in this kernel)"]
+#     client -- "live: HTTPS" --> api["api.anthropic.com<br/>(a real model)"]
+#     client -- "live + ANTHROPIC_BASE_URL:<br/>HTTP" --> server["python -m miniagent.mock<br/>(another process)"]
+#     server --- mock2["MockAPI"]
+# ```
+#
+# The mock behind both mock paths is the same object, so an answer reads the same
+# whether it arrived in-process or over a socket.
+
+# %% [markdown]
 # Offline, the base URL ends in `.invalid`, a top-level domain reserved so that it can
 # never resolve: nothing leaves your machine. The requests go to the mock through an
 # in-process transport instead of a socket.
@@ -110,5 +125,30 @@ server.shutdown()
 # - A call is a list of messages in, one message (a dict) out.
 # - The mock is strict and records everything it receives.
 #
+# ## Exercises
+#
+# Every notebook ends with exercises. Each has a cell for your answer and, below it, a
+# check cell that runs your answer and says where you stand: `done!`, or `not yet:` and
+# what to look at. After the check comes the reference solution: try first.
+#
+# **Exercise 1.** `max_tokens` caps the length of the answer. Ask any question with
+# `max_tokens=20` (or fewer) so that the answer is cut off, and keep what `llm.create`
+# returns in `cut_response`. Read its text, its `stop_reason` and its `usage`: what
+# happened to the answer, and how would a program know?
+
+# %% tags=["exercise"]
+cut_response = None  # exercise 1: what llm.create(...) returns for a question with a small max_tokens
+
+# %% tags=["check"]
+miniagent.exercises.check_00_1(cut_response, llm)
+
+# %% tags=["solution"]
+# The reference solution: try the exercise before you open it.
+reference_response = llm.create([{"role": "user", "content": "Hello! Who are you?"}], max_tokens=20)
+print(reference_response["stop_reason"], reference_response["usage"]["output_tokens"], "tokens:",
+      miniagent.text_of(reference_response))
+miniagent.exercises.check_00_1(reference_response, llm)
+
+# %% [markdown]
 # **Next: [01 · One LLM call](01_llm_call.ipynb)** — the same call built by hand with
 # httpx, so nothing is hidden.

@@ -114,6 +114,21 @@ print(ask(messages))
 show(messages)
 
 # %% [markdown]
+# Two calls, drawn. The server keeps nothing between them; the second request carries
+# the whole conversation so far:
+#
+# ```mermaid
+# sequenceDiagram
+#     participant C as your code
+#     participant A as Messages API
+#     C->>A: POST /v1/messages<br/>messages = [user: "Hi, my name is Ada."]
+#     A-->>C: 200 content = [text: "Nice to meet you, Ada! …"]
+#     Note over C: append the answer (assistant)<br/>and the next question (user)
+#     C->>A: POST /v1/messages<br/>messages = [user, assistant, user: "What is my name?"]
+#     A-->>C: 200 content = [text: "Your name is Ada."]
+#     Note over A: nothing is remembered<br/>between requests
+# ```
+#
 # Everything later in this series (context windows, summaries, long-term memory)
 # is a decision about what goes into this list. Note the cost: every call resends the
 # whole list, so each turn costs more than the last.
@@ -268,36 +283,77 @@ print("waited:", waits, "then", patient.last.status)
 # - Retry 429, 529, 5xx and dropped connections (honour `retry-after`); never retry 400 or 401.
 #
 # ## Exercises
-# 1. Add a `system` prompt ("Answer in French.") to a copy of `body`, send it by hand with
-#    `post`, and keep the reply in `french_reply`.
-# 2. A failed call's exception carries the API's request id, the thing to quote when you
-#    report a problem. Make a 429 outlast the retries with `mock_llm.mock.fault(429, times=3)`,
-#    catch `miniagent.RateLimitError` from `mock_llm.create(...)`, and keep `err.request_id`
-#    in `failed_request_id`.
-# 3. Change `post_with_retries` so that it gives up at once when `retry-after` is longer
-#    than 30 seconds.
 #
-# Edit the cell below; the one after it tells you where you stand.
+# Each exercise has a cell for your answer, a check cell that says where you stand, and
+# then the reference solution: try first.
+#
+# **Exercise 1.** Add a system prompt to a copy of `body`: a top-level `"system"` field,
+# beside `"messages"`, saying "Answer in French.". Send it by hand with `post`, and keep
+# what `post` returns, the `httpx.Response`, in `french_reply`: its `.request` is what you
+# sent, its `.json()` what came back.
 
-# %%
-french_reply = None       # exercise 1: the httpx response to a request with a "system" prompt
+# %% tags=["exercise"]
+french_reply = None  # exercise 1: what post(...) returns for your request with a system prompt
+
+# %% tags=["check"]
+miniagent.exercises.check_01_1(french_reply)
+
+# %% tags=["solution"]
+# The reference solution: try the exercise before you open it.
+reference_reply = post({**body, "system": "Answer in French."})
+print(json.loads(reference_reply.request.content)["system"], "->", reference_reply.status_code)
+miniagent.exercises.check_01_1(reference_reply)
+
+# %% [markdown]
+# **Exercise 2.** A failed call's exception carries the API's request id, the thing to
+# quote when you report a problem. Make a 429 outlast the client's retries with
+# `mock_llm.mock.fault(429, times=3)`, catch `miniagent.RateLimitError` from
+# `mock_llm.create(...)`, and keep `err.request_id` in `failed_request_id`.
+
+# %% tags=["exercise"]
 failed_request_id = None  # exercise 2: the request id of the 429 that outlasted the retries
 
-# %%
-def check_exercises():
-    sent_system = french_reply is not None and "system" in json.loads(french_reply.request.content)
-    print("exercise 1:", "done!" if sent_system else "not yet: the request behind french_reply has no \"system\"")
-    ids_429 = [r["response"]["request_id"] for r in mock_llm.mock.records if r["status"] == 429]
-    print("exercise 2:", "done!" if failed_request_id in ids_429 and failed_request_id else
-          "not yet: failed_request_id should be the request id of one of the mock's 429 answers")
-    mock_llm.mock.fault(429, retry_after=3600)
-    slept = []
-    r, attempts = post_with_retries(good, sleep=slept.append)
-    print("exercise 3:", "done!" if attempts == 1 and not slept else
-          f"not yet: post_with_retries waited {slept[0]:.0f} seconds before its next attempt")
+# %% tags=["check"]
+miniagent.exercises.check_01_2(failed_request_id, mock_llm)
+
+# %% tags=["solution"]
+# The reference solution: try the exercise before you open it.
+mock_llm.mock.fault(429, times=3)
+try:
+    mock_llm.create([{"role": "user", "content": "Hi"}])
+except miniagent.RateLimitError as err:
+    reference_request_id = err.request_id
+print(reference_request_id)
+miniagent.exercises.check_01_2(reference_request_id, mock_llm)
+
+# %% [markdown]
+# **Exercise 3.** A `retry-after` of an hour means "not now": waiting that long is worse
+# than failing. Write `impatient_post`, a copy of `post_with_retries` that gives up at
+# once (returning what it has, as it does after its last attempt) when `retry-after` is
+# longer than 30 seconds, and still waits for a shorter one. The check queues 429s on
+# `mock_llm`'s mock and passes its own `sleep`, so it sees every wait without waiting.
+
+# %% tags=["exercise"]
+def impatient_post(payload, attempts=3, sleep=time.sleep):
+    """Exercise 3: post_with_retries, giving up at once when retry-after is over 30 seconds."""
+    return post_with_retries(payload, attempts, sleep)  # replace with a changed copy of post_with_retries
 
 
-check_exercises()
+# %% tags=["check"]
+miniagent.exercises.check_01_3(impatient_post, mock_llm, good)
+
+# %% tags=["solution"]
+# The reference solution: try the exercise before you open it.
+def reference_impatient_post(payload, attempts=3, sleep=time.sleep):
+    for attempt in range(1, attempts + 1):
+        r = mock_http.post(mock_url, headers=mock_headers, json=payload)
+        wait = float(r.headers.get("retry-after", 0))
+        if r.status_code not in RETRYABLE or attempt == attempts or wait > 30:  # an hour's wait: give up now
+            return r, attempt
+        sleep(wait or 0.5 * 2 ** (attempt - 1) * random.uniform(0.75, 1))
+
+
+miniagent.exercises.check_01_3(reference_impatient_post, mock_llm, good)
 
 # %% [markdown]
 # **Next: [02 · Tools](02_tools.ipynb)** — give the model something to do besides talk.

@@ -81,6 +81,19 @@ final = llm.create(messages, tools=[weather_tool])
 print(final["stop_reason"], "->", miniagent.text_of(final))
 
 # %% [markdown]
+# The whole exchange, drawn. The `id` is what ties the result to the call:
+#
+# ```mermaid
+# sequenceDiagram
+#     participant C as your code
+#     participant M as model (Messages API)
+#     C->>M: messages = [user: "weather in Paris?"]<br/>tools = [get_weather: description + input_schema]
+#     M-->>C: stop_reason = tool_use<br/>content = [tool_use: id toolu_…, name get_weather, input {city: Paris}]
+#     Note over C: run get_weather(city="Paris")
+#     C->>M: messages = [user, assistant (the tool_use, as it came),<br/>user: tool_result for toolu_… = "light rain, 14°C"]
+#     M-->>C: stop_reason = end_turn<br/>content = [text: "Paris: light rain, 14°C"]
+# ```
+#
 # ## Break it on purpose
 #
 # The API checks that every `tool_use` is answered by a `tool_result` in the very next
@@ -280,19 +293,16 @@ print(tools.run(tool_use) == {**tool_result, "content": real_weather("Paris")})
 #   checked first; slow and huge outputs are bounded. Never `eval` model output.
 #
 # ## Exercises
-# 1. The tool below has a name and description that say nothing. Rename it and describe it
-#    so that the model picks it for "What time is it in Tokyo?".
-# 2. Make a copy of `convert_temperature` with a vague description
-#    (`Tool("convert_temperature", "Helper.", convert_temperature.input_schema, convert_temperature.fn)`)
-#    and send "Convert 30 C to F" with it. Does the model still call it? Set
-#    `still_called` to True or False from what you saw, and think about why (hint: what
-#    else does the model read?).
-# 3. Find an expression that `safe_eval` accepts but Python computes differently.
-#    (Hint: what does `^` mean in Python, and in `safe_eval`'s docstring?)
 #
-# Edit the cell below; the one after it tells you where you stand.
+# Each exercise has a cell for your answer, a check cell that says where you stand, and
+# then the reference solution: try first.
+#
+# **Exercise 1.** The tool below has a name and a description that say nothing. Rename it
+# and describe it so that the model picks it for "What time is it in Tokyo?" from among
+# the weather and calculator tools, and does *not* pick it for a question it cannot
+# answer. The check asks `llm` both.
 
-# %%
+# %% tags=["exercise"]
 @tool
 def tool_a(city: str) -> str:
     """Your description here.
@@ -303,29 +313,70 @@ def tool_a(city: str) -> str:
     return "12:00"
 
 
-still_called = None    # exercise 2: True or False
-my_expression = ""     # exercise 3
+time_tool = tool_a  # exercise 1: if you rename the function, use its new name here too
 
-# %%
-from miniagent.tools import Tool
+# %% tags=["check"]
+miniagent.exercises.check_02_1(time_tool, llm)
+
+# %% tags=["solution"]
+# The reference solution: try the exercise before you open it.
+@tool(name="get_local_time")
+def reference_clock(city: str) -> str:
+    """Get the current local time in a city.
+
+    Args:
+        city: the city, e.g. Tokyo or 东京
+    """
+    return "12:00"
 
 
-def check_exercises():
-    r = llm.create([{"role": "user", "content": "What time is it in Tokyo?"}], tools=[tool_a.schema()])
-    picked = [b["name"] for b in miniagent.tool_uses(r)] == [tool_a.name]
-    print("exercise 1:", "done!" if picked else "not yet: the model did not pick your tool")
-    vague = Tool("convert_temperature", "Helper.", convert_temperature.input_schema, convert_temperature.fn)
-    r = llm.create([{"role": "user", "content": "Convert 30 C to F"}], tools=[vague.schema()])
-    print("exercise 2:", "not yet: set still_called" if still_called is None else
-          "done!" if still_called == bool(miniagent.tool_uses(r)) else "not yet: send the request and look again")
+miniagent.exercises.check_02_1(reference_clock, llm)
+
+# %% [markdown]
+# **Exercise 2.** Write `run_safely(fn, tool_use)`, the heart of the registry: call `fn`
+# with the block's `input` as keyword arguments, and return the `tool_result` block that
+# answers it, with the output as text in its `content`. If `fn` raises, return instead a
+# result with `is_error: True` whose content gives the exception's message, so that the
+# model can read what went wrong. Nothing may escape. The check tries it on tools you
+# have not seen.
+
+# %% tags=["exercise"]
+def run_safely(fn, tool_use):
+    """Exercise 2: the tool_result answering tool_use: fn's output, or its error with is_error."""
+    ...  # your code here
+
+
+# %% tags=["check"]
+miniagent.exercises.check_02_2(run_safely)
+
+# %% tags=["solution"]
+# The reference solution: try the exercise before you open it.
+def reference_run_safely(fn, tool_use):
     try:
-        ours = safe_eval(my_expression)  # only arithmetic gets past safe_eval, so eval below runs no code
-        print("exercise 3:", "done!" if ours != eval(my_expression) else f"not yet: both give {ours}")
-    except (CalculatorError, SyntaxError, ZeroDivisionError) as err:
-        print("exercise 3: not yet:", err)
+        output = fn(**tool_use["input"])
+    except Exception as err:  # the tool boundary: the model reads the error and can try again
+        return {"type": "tool_result", "tool_use_id": tool_use["id"], "content": f"Error: {err}", "is_error": True}
+    return {"type": "tool_result", "tool_use_id": tool_use["id"], "content": str(output)}
 
 
-check_exercises()
+miniagent.exercises.check_02_2(reference_run_safely)
+
+# %% [markdown]
+# **Exercise 3.** Find an expression, as a string, that `safe_eval` accepts but Python
+# computes differently (or refuses). Hint: what does `^` mean in Python, and in
+# `safe_eval`'s docstring?
+
+# %% tags=["exercise"]
+my_expression = None  # exercise 3: an expression, as a string, such as "1 + 1"
+
+# %% tags=["check"]
+miniagent.exercises.check_02_3(my_expression)
+
+# %% tags=["solution"]
+# The reference solution: try the exercise before you open it.
+reference_expression = "2 ^ 10"
+print(f"safe_eval: {safe_eval(reference_expression)}, Python: {2 ^ 10} (^ is bitwise XOR in Python)")
+miniagent.exercises.check_02_3(reference_expression)
 
 # %% [markdown]
 # **Next: [03 · The ReAct loop](03_react_loop.ipynb)** — let the model call tools again

@@ -32,6 +32,19 @@ print(tools)
 # it wants tools, run every `tool_use` block of the response (at the same time: they
 # do not depend on each other), and answer all of them in **one** user message, in
 # the order they were asked. Repeat, but never forever.
+#
+# ```mermaid
+# flowchart TD
+#     q([question]) --> ask["call the model with the history and the tools"]
+#     ask --> why{stop_reason?}
+#     why -- "end_turn" --> answer([the answer])
+#     why -- "tool_use" --> run["run every tool_use block, all at once"]
+#     run --> results["append ONE user message:<br/>every tool_result, in call order"]
+#     results --> budget{within the budgets?}
+#     budget -- yes --> ask
+#     budget -- no --> halt([stop, and say why])
+#     why -- "max_tokens, refusal, anything else" --> halt
+# ```
 
 # %%
 def react(question, tools, max_iterations=10, verbose=True):
@@ -80,9 +93,14 @@ print(json.dumps(messages[1]["content"], indent=1, ensure_ascii=False))
 from miniagent.tools import Tool, ToolRegistry
 
 
+spans = []  # (mode, tool name, start, end), to draw below
+
+
 def with_latency(tool, seconds=0.3):
     def slow(**arguments):
+        began = time.perf_counter()
         time.sleep(seconds)
+        spans.append((mode, tool.name, began, time.perf_counter()))
         return tool.fn(**arguments)
     return Tool(tool.name, tool.description, tool.input_schema, slow)
 
@@ -91,13 +109,32 @@ slow_tools = ToolRegistry([with_latency(t) for t in tools])
 calls = miniagent.tool_uses(messages[1])
 
 timings = {}
-for parallel in (False, True):
+for mode in ("serial", "parallel"):
     started = time.perf_counter()
-    slow_tools.run_all(calls, parallel=parallel)
-    timings["parallel" if parallel else "serial"] = time.perf_counter() - started
+    slow_tools.run_all(calls, parallel=mode == "parallel")
+    timings[mode] = time.perf_counter() - started
 print(f"serial {timings['serial']:.2f} s, parallel {timings['parallel']:.2f} s: "
       f"{timings['serial'] / timings['parallel']:.1f}x faster")
 print("parallel takes about as long as the slowest call:", timings["parallel"] < 0.45)
+
+# %% [markdown]
+# Drawn on one time axis, each bar one tool call:
+
+# %%
+import matplotlib.pyplot as plt
+%matplotlib inline
+
+fig, ax = plt.subplots(figsize=(8, 2.8))
+labels = []
+for row, (mode, name, began, ended) in enumerate(sorted(spans, key=lambda s: (s[0] == "parallel", s[2]))):
+    zero = min(b for m, _, b, _ in spans if m == mode)  # each mode's clock starts at its first call
+    ax.barh(row, ended - began, left=began - zero, color="tab:red" if mode == "serial" else "tab:green")
+    labels.append(f"{mode}: {name}")
+ax.set_yticks(range(len(labels)), labels)
+ax.invert_yaxis()
+ax.set_xlabel("seconds since the round's first call")
+ax.set_title("The same four calls, one after another and all at once")
+plt.show()
 
 # %% [markdown]
 # The serial loop pays the sum of the latencies; the parallel one pays the slowest.
@@ -216,50 +253,98 @@ print(result.text)
 # - Every `stop_reason` gets a branch. A truncated tool call is never executed.
 #
 # ## Exercises
-# 1. Give `react` a `token_budget` argument that stops once `llm.usage.total_tokens` has
-#    grown by more than the budget during the run.
-# 2. Run the demo question through `run_loop` with
-#    `tool_choice={"type": "auto", "disable_parallel_tool_use": True}`. How many model calls
-#    does it take now, and why? Put the number in `calls_one_tool_at_a_time`.
-# 3. Make `react` stop on `max_tokens` with an answer that says so (include the words
-#    "max_tokens"), and never run a cut-off call.
 #
-# Edit the cells above (or paste a new `react` below); the next cell tells you where you stand.
+# Each exercise has a cell for your answer, a check cell that says where you stand, and
+# then the reference solution: try first. In exercises 1 and 3 you write a variant of
+# `react` that takes the client as its first argument (write `client` where `react` says
+# `llm`), so that the check can hand it a model that misbehaves on cue.
+#
+# **Exercise 1.** Write `budget_react(client, question, tools, token_budget, max_iterations=10)`:
+# `react`, but it stops once `client.usage.total_tokens` has grown by more than
+# `token_budget` during this run, and returns `(answer, messages)` as `react` does.
 
-# %%
-calls_one_tool_at_a_time = None  # exercise 2
-
-
-# %%
-def with_client(client, fn):
-    """Run fn() with the notebook's `llm` swapped for `client` (react reads the global)."""
-    global llm
-    saved, llm = llm, client
-    try:
-        return fn()
-    finally:
-        llm = saved
+# %% tags=["exercise"]
+def budget_react(client, question, tools, token_budget, max_iterations=10):
+    """Exercise 1: react on `client`, stopping once this run has used more than token_budget tokens."""
+    ...  # your code here: start from a copy of react
 
 
-def check_exercises():
-    runaway = miniagent.connect(offline=True, quiet=True)
-    runaway.mock.script(scripts.runaway_varied("calculate", lambda n: {"expression": f"{n} * 2"}), repeat=True)
-    budget = {"token_budget": 2_000} if "token_budget" in inspect.signature(react).parameters else {}
-    with_client(runaway, lambda: react("算一下", tools, max_iterations=30, verbose=False, **budget))
-    print("exercise 1:", "done!" if runaway.usage.calls < 30 else f"not yet: the runaway model made 30 calls")
-    one_by_one = miniagent.run_loop(llm, [{"role": "user", "content": question}], tools=tools,
-                                    tool_choice={"type": "auto", "disable_parallel_tool_use": True})
-    print("exercise 2:", "done!" if calls_one_tool_at_a_time == one_by_one.iterations else
-          "not yet: run it and read `result.iterations`")
-    cut = miniagent.connect(offline=True, quiet=True)
-    cut.mock.script(scripts.truncated_tool_call("calculate", {}))
-    answer, history = with_client(cut, lambda: react("算一下 (1024 + 768) * 2", tools, verbose=False))
-    ran = any(miniagent.tool_results(m) and not m["content"][0].get("is_error") for m in history)
-    print("exercise 3:", "done!" if "max_tokens" in answer and not ran else
-          "not yet: on max_tokens, react should say so in its answer and run nothing")
+# %% tags=["check"]
+miniagent.exercises.check_03_1(budget_react)
+
+# %% tags=["solution"]
+# The reference solution: try the exercise before you open it.
+def reference_budget_react(client, question, tools, token_budget, max_iterations=10):
+    messages = [{"role": "user", "content": question}]
+    start = client.usage.total_tokens  # the client may have worked before: count this run only
+    for _ in range(max_iterations):
+        response = client.create(messages, tools=tools.schemas())
+        messages.append({"role": "assistant", "content": response["content"]})
+        if response["stop_reason"] != "tool_use":
+            return miniagent.text_of(response), messages
+        if client.usage.total_tokens - start > token_budget:
+            return f"stopped: this run used more than {token_budget:,} tokens", messages
+        with ThreadPoolExecutor() as pool:
+            results = list(pool.map(tools.run, miniagent.tool_uses(response)))
+        messages.append({"role": "user", "content": results})
+    return f"stopped after {max_iterations} rounds", messages
 
 
-check_exercises()
+miniagent.exercises.check_03_1(reference_budget_react)
+
+# %% [markdown]
+# **Exercise 2.** Run the demo question through `run_loop` on `llm` with
+# `tool_choice={"type": "auto", "disable_parallel_tool_use": True}`, and keep the
+# `LoopResult` in `one_at_a_time`. How many model calls does it take now, against the
+# parallel run above, and why?
+
+# %% tags=["exercise"]
+one_at_a_time = None  # exercise 2: the LoopResult of run_loop with parallel tool use disabled
+
+# %% tags=["check"]
+miniagent.exercises.check_03_2(one_at_a_time, llm)
+
+# %% tags=["solution"]
+# The reference solution: try the exercise before you open it.
+reference_result = miniagent.run_loop(llm, [{"role": "user", "content": question}], tools=tools,
+                                      tool_choice={"type": "auto", "disable_parallel_tool_use": True})
+print(reference_result.iterations, "model calls; tool calls per round:",
+      [len(miniagent.tool_uses(m)) for m in reference_result.messages if m["role"] == "assistant"])
+miniagent.exercises.check_03_2(reference_result, llm)
+
+# %% [markdown]
+# **Exercise 3.** Write `careful_react(client, question, tools, max_iterations=10)`:
+# `react`, but on `max_tokens` it stops at once with an answer that says so (include the
+# words "max_tokens"), and it never runs a cut-off tool call, not even one whose
+# arguments look complete.
+
+# %% tags=["exercise"]
+def careful_react(client, question, tools, max_iterations=10):
+    """Exercise 3: react on `client`, stopping on max_tokens and running no cut-off call."""
+    ...  # your code here: start from a copy of react
+
+
+# %% tags=["check"]
+miniagent.exercises.check_03_3(careful_react)
+
+# %% tags=["solution"]
+# The reference solution: try the exercise before you open it.
+def reference_careful_react(client, question, tools, max_iterations=10):
+    messages = [{"role": "user", "content": question}]
+    for _ in range(max_iterations):
+        response = client.create(messages, tools=tools.schemas())
+        messages.append({"role": "assistant", "content": response["content"]})
+        if response["stop_reason"] == "max_tokens":  # a cut-off answer: any tool call in it is incomplete
+            return "stopped: the answer was cut off by max_tokens", messages
+        if response["stop_reason"] != "tool_use":
+            return miniagent.text_of(response), messages
+        with ThreadPoolExecutor() as pool:
+            results = list(pool.map(tools.run, miniagent.tool_uses(response)))
+        messages.append({"role": "user", "content": results})
+    return f"stopped after {max_iterations} rounds", messages
+
+
+miniagent.exercises.check_03_3(reference_careful_react)
 
 # %% [markdown]
 # **Next: [04 · Context](04_context.ipynb)** — the history grows every round; keep

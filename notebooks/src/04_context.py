@@ -1,275 +1,182 @@
 # %% [markdown]
 # # 04 · Context — a cost that grows every turn, bounded without breaking anything
 #
-# An agent keeps its conversation in `messages` and sends all of it on every call. It
-# has to: the model remembers nothing between calls (notebook 01). But it means every
-# call is bigger than the one before, and the bill for a session grows with the
-# *square* of its length. This notebook measures that growth, bounds it with context
-# policies, and checks that no policy ever sends a request the API rejects.
+# The model remembers nothing between calls (notebook 01), so an agent resends its whole
+# history on every call, and a session's bill grows with the *square* of its length.
 #
 # **You will be able to**
-# - explain, with numbers, why resending the history makes a session's cost grow with the square of its length;
+# - explain, with numbers, why resending the history costs the square of the session's length;
 # - bound what each call sends (a pair-safe window, a token budget, a summary, shorter tool output) without a single 400;
 # - say what each policy costs and what it forgets.
 #
 # **You need** notebooks 01–03. Offline is fine.
 
 # %%
-import copy
 import inspect
 import itertools
 import json
-from dataclasses import dataclass, field
 
 import matplotlib.pyplot as plt
 %matplotlib inline
 # (inline: figures are drawn into the notebook even where MPLBACKEND is set to Agg)
 
 import miniagent
-from miniagent.builtin_tools import calculate, get_weather
-from miniagent.messages import blocks, conversation_error, result_text
-from miniagent.tokens import estimate_block, estimate_request
-from miniagent.tools import ToolRegistry, tool
+from miniagent import workload
+from miniagent.context import Compose, NaiveWindow, SlidingWindow, Summarize, TruncateToolResults
+from miniagent.messages import blocks, conversation_error
 
 llm = miniagent.connect()
-TURNS = 36 if llm.mode == "offline" else 16  # live, every token below is paid for: keep it shorter
 
 # %% [markdown]
 # ## A long, tool-heavy session
 #
-# Most of an agent's tokens come back from tools: a search returns ten hits with
-# snippets, a page fetch returns a whole article. Two fake tools stand in for them.
-# They return a few thousand characters of plausible text, always the same for the
-# same input, so every run of this notebook measures the same thing. The weather and
-# calculator tools from notebook 02 give the short answers in between.
+# Most of an agent's tokens come back from tools: a search returns ten hits, a page a
+# whole article. `miniagent.workload` holds such a session (`make bench` measures it
+# too): two fake tools return a few thousand characters each, beside notebook 02's
+# short weather and calculator tools.
 
 # %%
-FILLER = ("It walks through the idea with an example, lists the usual mistakes, quotes a "
-          "benchmark and ends with advice that a careful team would test on its own workload. ")
-
-
-@tool
-def search_web(query: str) -> str:
-    """Search the web and return the top ten hits, each with a title, a link and a snippet.
-
-    Args:
-        query: What to search for, in a few words.
-    """
-    slug = "-".join(query.lower().split())
-    hits = [f"{i}. {query.title()}, part {i} of a series\n   https://example.com/{slug}/{i}\n   {FILLER}\n"
-            for i in range(1, 11)]
-    return f"Top 10 results for {query!r}:\n" + "".join(hits)
-
-# %%
-@tool
-def fetch_page(url: str) -> str:
-    """Fetch a web page by its address and return its full text.
-
-    Args:
-        url: The page's address, starting with https://
-    """
-    words = [part for part in url.split("/") if part and not part.isdigit()]
-    topic = words[-1].replace("-", " ") if words else "this topic"
-    sections = [f"Section {i}: {topic}, step {i}. " + FILLER * 2 for i in range(1, 13)]
-    return f"{topic.title()}: the long guide\n\n" + "\n\n".join(sections) + \
-        f"\n\nConclusion: measure {topic} before you tune it."
-
-
-tools = ToolRegistry([get_weather, calculate, search_web, fetch_page])
-print(tools)
-print("search_web returns", len(search_web.fn(query="context windows")), "characters,",
-      "fetch_page", len(fetch_page.fn(url="https://example.com/context-windows/1")))
+print(workload.TOOLS)
+print("search_web returns", len(workload.search_web.fn(query="context windows")), "characters,",
+      "fetch_page", len(workload.fetch_page.fn(url="https://example.com/context-windows/1")))
 
 # %% [markdown]
-# The session: the user sets a task, gives their name, then asks for searches, page
-# fetches, weather and sums, round and round, and at the very end asks for their name.
-# The name comes in turn 2, not turn 1, on purpose: every policy below keeps the first
-# message (the task), so a fact stated there would survive all of them.
+# The user sets a task, gives their name in turn 2 (not turn 1, which every window below
+# keeps), asks for searches, pages, weather and sums, and at the end asks for their name.
+#
+# **Live, every token is paid for.** This notebook runs the session eight times: at 60
+# turns, as offline, about 870 model calls and 4.8 million input tokens. So live, the
+# next cell sets `TURNS = 10`: about 140 calls and 0.3 million input tokens.
 
 # %%
-TOPICS = ["context windows", "prompt caching", "tool calling", "agent memory", "rate limits",
-          "token pricing", "streaming", "retries", "evaluation"]
-CITIES = ["Beijing", "Shanghai", "London", "Paris", "Tokyo"]
-
-
-def session_questions(turns):
-    """Turn 1 sets the task, turn 2 gives a name, the last turn asks for it; tool questions in between."""
-    questions = ["I'm writing a short guide to running LLM agents in production. Search for context windows.",
-                 "By the way, my name is Ada."]
-    for i in range(turns - 3):
-        topic = TOPICS[i // 4 % len(TOPICS)]
-        questions.append([f"Search for {topic}.", f'Fetch "https://example.com/{topic.replace(" ", "-")}/1" for me.',
-                          f"What's the weather in {CITIES[i % len(CITIES)]}?", f"Calculate {12 + i} * {7 + i}."][i % 4])
-    return questions + ["What's my name?"]
-
-
-QUESTIONS = session_questions(TURNS)
-print(len(QUESTIONS), "turns:")
-for n, question in [*enumerate(QUESTIONS[:7], 1), ("...", ""), (len(QUESTIONS), QUESTIONS[-1])]:
+TURNS = workload.TURNS if llm.mode == "offline" else 10  # offline: 60, the session make bench runs
+questions = workload.questions(TURNS)
+print(f"TURNS = {TURNS}")
+for n, question in [*enumerate(questions[:6], 1), ("...", ""), (len(questions), questions[-1])]:
     print(f"  {n:>3} {question}")
 
 # %% [markdown]
-# To run it, do what an agent does: keep one history, append each question, let
-# `run_loop` (notebook 03) answer it, keep the history it returns. The loop reports
-# every model response as an event with the API's `usage`; the session records each
-# call's `input_tokens`, the turn it belongs to, and how the session ended.
+# The driver does what an agent does: keep one history, append each question, let
+# `run_loop` (notebook 03) answer it, and record each call's `usage`:
 
 # %%
-SYSTEM = "You are a research assistant. Use the tools when they help, and answer briefly."
-
-
-@dataclass
-class Session:
-    policy: object
-    per_call: list = field(default_factory=list)      # input tokens of each call the loop made
-    turn_of_call: list = field(default_factory=list)  # the turn each of those calls belongs to
-    history: list = field(default_factory=list)       # the full history the agent kept
-    answer: str = ""                                  # the answer to the last question
-    broke: tuple | None = None                        # (turn, error) if an API call failed
-    calls: int = 0                                    # every model call, summary calls included
-    input_tokens: int = 0                             # input tokens of all those calls
-
-# %%
-def run_session(policy=None, questions=QUESTIONS):
-    """Ask the questions one after another, keeping the history between them, as an agent does."""
-    session, before = Session(policy), copy.copy(llm.usage)
-
-    def record(event):
-        if event["type"] == "response":
-            session.per_call.append(event["usage"]["input_tokens"])
-            session.turn_of_call.append(turn)
-
-    for turn, question in enumerate(questions, 1):
-        result = miniagent.run_loop(llm, session.history + [miniagent.user(question)], tools=tools,
-                                    system=SYSTEM, policy=policy, on_event=record)
-        if result.stop == "api_error":
-            session.broke = (turn, str(result.error).splitlines()[0])
-            break
-        session.history, session.answer = result.messages, result.text
-    session.calls = llm.usage.calls - before.calls
-    session.input_tokens = llm.usage.input_tokens - before.input_tokens
-    return session
+print(inspect.getsource(workload.run_session))
 
 # %% [markdown]
 # ## Every call resends everything
 #
-# First with no policy at all: each call sends the whole history.
+# First with no policy: each call sends the whole history.
 
 # %%
+def run_session(policy=None):
+    """The session under `policy`, TURNS questions long, on this notebook's client."""
+    return workload.run_session(llm, policy, TURNS)
+
+
 none = run_session()
 calls = len(none.per_call)
-print(f"{len(none.history)} messages in the history, {calls} model calls, {none.input_tokens:,} input tokens in all")
+print(f"{TURNS} turns, {calls} model calls, {none.input_tokens:,} input tokens in all")
 for n in (1, 2, calls // 4, calls // 2, 3 * calls // 4, calls):
     print(f"  call {n:3} (turn {none.turn_of_call[n - 1]:2}): {none.per_call[n - 1]:7,} input tokens")
 
 # %% [markdown]
-# Each call carries every earlier turn, so its size grows in a straight line with the
-# turn number. What you pay is the sum of those sizes: a triangle, and a triangle's area
-# grows with the square of its side. Double the length of the session and the bill
-# roughly quadruples:
+# Each call carries every earlier turn, so its size grows in a straight line. You pay
+# the sum of those sizes, a triangle, whose area grows with the square of its side:
+# double the session and the bill roughly quadruples.
 
 # %%
-def input_until(session, turn):
-    """Input tokens of every call made up to and including `turn`."""
-    return sum(tokens for tokens, t in zip(session.per_call, session.turn_of_call) if t <= turn)
-
-
-half, whole = input_until(none, TURNS // 2), input_until(none, TURNS)
+half, whole = none.input_up_to(TURNS // 2), none.input_up_to(TURNS)
 print(f"turns 1-{TURNS // 2}: {half:,} input tokens")
 print(f"turns 1-{TURNS}: {whole:,} input tokens, {whole / half:.1f} times as many for twice the turns")
 
 # %% [markdown]
-# A longer history costs more than money. Every call waits while more tokens are read;
-# the article adds that a model with pages of stale results in front of it answers
-# worse; and past the model's context window the request fails outright.
+# A long history is also slower, buries the question under stale output, and past the
+# context window fails.
 #
-# ## Five ways to run the same session
+# ## A policy chooses what each call sends
 #
-# A *context policy* decides what each call sends. `run_loop(..., policy=...)` asks it
-# for a **view** of the history just before each call, and hands it each round's tool
-# results before they enter the history, so it can shorten them once. The policies of
-# `miniagent.context`, from light to heavy:
+# Before each call, `run_loop(..., policy=...)` asks a *context policy* for a **view**
+# of the history and sends only that; the history stays whole. The policy also sees
+# each round's tool results once, on arrival, and may shorten them.
 #
+# ```mermaid
+# flowchart LR
+#     subgraph history ["history: all of it, kept (grey: not in this view)"]
+#         direction TB
+#         h1["turn 1: the task"] --- h2["turn 2: my name is Ada"] --- h3["turns 3–50"]
+#         h3 --- h4["turns 51–59"] --- h5["turn 60: what's my name?"]
+#     end
+#     subgraph view ["view: what one call sends"]
+#         direction TB
+#         v1["turn 1: the task"] --- v4["turns 51–59"] --- v5["turn 60: what's my name?"]
+#     end
+#     history -- "policy.view(history)" --> view
+#     view -- "client.create(view)" --> model(["model"])
+#     model -- "its reply" --> appended["appended to the history"]
+#     model -- "tool_use" --> tools["tools"]
+#     tools -- "policy.on_tool_results():<br/>shortened on arrival" --> appended
+#     classDef dropped fill:#eee,stroke:#999,stroke-dasharray:4 2,color:#777
+#     class h2,h3 dropped
+# ```
+#
+# Seven policies from `miniagent.context`, as this notebook and `make bench` set them up:
 # - **naive window**: the article's `trimMessages(messages, 10)`, the first message plus the last 19;
-# - **sliding window**: the same size, but it cuts only where no `tool_use` loses its `tool_result`;
-# - **summarize**: once the history is long enough, the model folds the older turns into one summary;
-# - **budget + truncate**: tool output cut short as it arrives, then as many recent turns
-#   as fit a token budget that counts the system prompt and the tool schemas too.
+# - **sliding window**: as many, cut only where no `tool_use` loses its `tool_result`;
+# - **token budget**: as many recent messages as fit, system prompt and tools included;
+# - **summarize**: the model folds older turns into one summary;
+# - **truncate / summarize tool output**: each long result shortened once, on arrival;
+# - **window + truncation**: both ideas at once.
 
 # %%
-from miniagent.context import Compose, NaiveWindow, SlidingWindow, Summarize, TokenBudget, TruncateToolResults
-
-reserve = estimate_request({"system": SYSTEM, "tools": tools.schemas(), "messages": []})
-print(f"system prompt + tool schemas: {reserve} tokens on every call (the budget's reserve)")
-policies = {
-    "naive window": NaiveWindow(max_turns=10),
-    "sliding window": SlidingWindow(max_messages=20),
-    "summarize": Summarize(llm, trigger_tokens=6_000, keep_recent_tokens=2_500),
-    "budget + truncate": Compose(TruncateToolResults(max_chars=1_000), TokenBudget(max_tokens=3_000, reserve=reserve)),
-}
-for label, policy in policies.items():
-    print(f"  {label:18} {policy.describe()}")
+print(inspect.getsource(workload.policies))
+print(f"WINDOW = {workload.WINDOW}, BUDGET = {workload.BUDGET:,}, RESERVE = {workload.RESERVE}, "
+      f"TRUNCATE_TO = {workload.TRUNCATE_TO:,}, SUMMARY_TRIGGER = {workload.SUMMARY_TRIGGER:,}, "
+      f"SUMMARY_KEEP = {workload.SUMMARY_KEEP:,}")
 
 # %%
-sessions = {"none": none} | {label: run_session(policy) for label, policy in policies.items()}
-for label, session in sessions.items():
-    ending = f"stopped at turn {session.broke[0]}" if session.broke else f"completed all {TURNS} turns"
-    print(f"{label:18} {ending:24} largest call: {max(session.per_call):6,} input tokens")
-turn, error = sessions["naive window"].broke
-print(f"\nthe naive window at turn {turn}:\n  {error}")
+sessions = {"none": none} | {label: run_session(policy) for label, policy in workload.policies(llm).items()}
+for label, s in sessions.items():
+    print(f"{label:22} completed: {s.ending:14} largest call: {s.largest_call:6,} input tokens")
+naive = sessions["naive window"]
+if naive.broke:
+    print(f"\nthe naive window at turn {naive.broke[0]}:\n  {naive.broke[1]}")
 
 # %% [markdown]
-# The naive window broke the first time it had to cut (you will see why below). Every
-# other policy completed the session. The figure shows each call's size and the running
-# total; the red cross is the naive window's rejected call.
+# The naive window broke at its first cut (see below); the others completed. Each
+# call's size, and the running total you pay for (dotted: a parabola to compare with):
 
 # %%
-fig, (per_call_ax, total_ax) = plt.subplots(1, 2, figsize=(12, 4.2))
-for label, session in sessions.items():
-    x = range(1, len(session.per_call) + 1)
-    running = list(itertools.accumulate(session.per_call))
-    per_call_ax.plot(x, session.per_call, label=label)
-    total_ax.plot(x, running, label=label)
-    if session.broke:  # the call after the last one that ran is the one the API rejected
-        per_call_ax.plot(len(x) + 1, session.per_call[-1], "rx", markersize=12, mew=3, label="400 (rejected)")
-        total_ax.plot(len(x) + 1, running[-1], "rx", markersize=12, mew=3)
+fig, (per_call_ax, total_ax) = plt.subplots(1, 2, figsize=(12, 4.2), layout="constrained")
+for label, s in sessions.items():
+    style, x = "--" if "tool output" in label else "-", range(1, len(s.per_call) + 1)
+    per_call_ax.plot(x, s.per_call, style, label=label)
+    total_ax.plot(x, list(itertools.accumulate(s.per_call)), style)
+    if s.broke:  # the call after the last one that ran is the one the API rejected
+        per_call_ax.plot(len(x) + 1, s.per_call[-1], "rx", markersize=12, mew=3, label="400 (rejected)")
+total_ax.plot(range(1, calls + 1), [none.input_tokens * (n / calls) ** 2 for n in range(1, calls + 1)], "k:",
+              label="parabola: total × (call / last call)²")
 per_call_ax.set(title="Input tokens of each call", xlabel="model call", ylabel="input tokens")
 total_ax.set(title="Input tokens so far (what you pay for)", xlabel="model call")
-per_call_ax.legend()
+total_ax.yaxis.set_major_formatter("{x:,.0f}")
+per_call_ax.legend(fontsize=8)
+total_ax.legend()
 plt.show()
 
 # %% [markdown]
-# The same numbers as text, every tenth call:
+# The numbers behind the figure (the loop's calls; the table below adds summary calls):
 
 # %%
-def print_table(header, rows):
-    """Rows of values under a header, each column as wide as its widest value."""
-    cells = [[str(v) for v in row] for row in [header, *rows]]
-    widths = [max(len(row[i]) for row in cells) for i in range(len(header))]
-    for n, row in enumerate(cells):
-        print("  ".join(v.ljust(w) if i == 0 else v.rjust(w) for i, (v, w) in enumerate(zip(row, widths))))
-        if n == 0:
-            print("  ".join("-" * w for w in widths))
-
-
-marks = sorted({1, *range(10, calls + 1, 10), calls})
-for title, column in (("input tokens of call", lambda s, n: s.per_call[n - 1]),
-                      ("input tokens up to call", lambda s, n: sum(s.per_call[:n]))):
-    rows = [[label] + [f"{column(s, n):,}" if n <= len(s.per_call) else "-" for n in marks]
-            for label, s in sessions.items()]
-    print_table([title, *marks], rows)
-    print()
-print("-: the session had stopped before that call")
+print(workload.checkpoints(sessions, every=20))
 
 # %% [markdown]
-# Each policy that completed keeps every call under a ceiling, so its running total grows
-# in a straight line instead of a curve. Now look at each in turn: how the naive one
-# breaks, what the others keep, and what they cost.
+# The unmanaged total follows the parabola. A window keeps every call under a ceiling,
+# so its total grows in a straight line; shortening tool output only makes each call
+# grow more slowly (dashed).
 #
 # ## The naive window's 400, up close
 #
-# The article's window counts messages without looking inside them. Here it is in
-# Python, and a small history to try it on: three questions, each answered with a tool.
+# The article's window counts messages without looking inside them. Here it is, with a
+# small history: three questions, each answered with a tool.
 
 # %%
 def trim_messages(messages, max_turns):
@@ -300,43 +207,34 @@ small = [
 # %%
 def outline(messages):
     """One line per message: its position, its role and what its blocks are."""
-    for i, message in enumerate(messages):
-        parts = []
-        for b in blocks(message["content"]):
-            if b["type"] == "text":
-                parts.append(json.dumps(b["text"][:40], ensure_ascii=False))
-            elif b["type"] == "tool_use":
-                parts.append(f"tool_use {b['id']} ({b['name']})")
-            elif b["type"] == "tool_result":
-                parts.append(f"tool_result for {b['tool_use_id']}")
-        print(f"  [{i:2}] {message['role']:9} {', '.join(parts)}")
+    for i, m in enumerate(messages):
+        parts = [json.dumps(b["text"][:40], ensure_ascii=False) if b["type"] == "text"
+                 else f"tool_use {b['id']} ({b['name']})" if b["type"] == "tool_use"
+                 else f"tool_result for {b['tool_use_id']}" for b in blocks(m["content"])]
+        print(f"  [{i:2}] {m['role']:9} {', '.join(parts)}")
 
 
 outline(small)
 
 # %% [markdown]
-# With `max_turns=3` the window keeps the first message and the last five:
+# With `max_turns=3` the window keeps the first message and the last five. Send that:
 
 # %%
 view = trim_messages(small, 3)
 outline(view)
 try:
-    llm.create(view, tools=tools.schemas())
+    llm.create(view, tools=workload.TOOLS.schemas())
 except miniagent.BadRequestError as err:
     print(err)
 
 # %% [markdown]
-# The cut fell between message 5 (`tool_use toolu_2`) and message 6 (its
-# `tool_result`). The view now holds a result for a call it does not contain. The API
-# merges the first message and the orphaned result into one user turn
-# (`messages.0`) and rejects the request: every `tool_result` must answer a `tool_use`
-# in the message just before it. Retrying cannot help; the next call cuts in the same
-# kind of place. In the session, turn 1 already called a tool, so the window's very
-# first cut orphaned a result.
+# The cut fell between `tool_use toolu_2` and its `tool_result`. The API merges the
+# first message and the orphaned result into one user turn (`messages.0`) and rejects
+# it: every `tool_result` must answer a `tool_use` in the message just before. Retrying
+# cannot help. In the session, turn 1 called a tool, so the very first cut did this.
 #
-# The fix is one loop: if the cut lands on a message of tool results, move it forward
-# past them, dropping the pair together. The view may hold a message or two fewer than
-# the limit; it is always a valid conversation.
+# The fix is one loop: if the cut lands on tool results, move it past them, dropping
+# the pair together. The view may be a message short; it is always valid.
 
 # %%
 def has_tool_results(message):
@@ -356,182 +254,111 @@ def sliding_window(messages, max_messages):
 view = sliding_window(small, 6)
 outline(view)
 print("conversation_error:", conversation_error(view))
-response = llm.create(view, tools=tools.schemas())
+response = llm.create(view, tools=workload.TOOLS.schemas())
 print(response["stop_reason"], "-", miniagent.text_of(response))
 
 # %% [markdown]
 # ## The other bug: trimming the only copy
 #
-# The article's agent writes `messages = trimMessages(messages, 10)`. The trimmed list
-# *replaces* the history, so whatever the window drops is gone for good: no later
-# summary, no bigger window, no "what did I say first?" can get it back. Do the same to
-# the unmanaged session's history as it was just before the last question:
+# The article writes `messages = trimMessages(messages, 10)`: the trimmed list
+# *replaces* the history, so what it drops is gone for good. A policy's `view()` is a
+# new list for one request. Both, on the history before "What's my name?":
 
 # %%
-def says_name(messages):
-    """Is turn 2, where the user gave their name, in these messages?"""
-    return any(m["content"] == QUESTIONS[1] for m in messages)
+def says_name(messages):  # is turn 2, where the user gave their name, among these messages?
+    return any(m["content"] == questions[1] for m in messages)
 
 
-messages = none.history[:-2]            # the agent's history before "What's my name?"
-messages = trim_messages(messages, 10)  # the article's line: the window replaces it
-print(len(none.history) - 2, "messages before,", len(messages), "after")
-print("is the name still in the agent's memory?", says_name(messages))
-print("is it still a valid conversation?", conversation_error(messages) or "yes")
-
-# %% [markdown]
-# The policies in `miniagent.context` never touch the history. `view()` returns a new,
-# shorter list for one request; the loop appends to the full history and the next call
-# gets a fresh view of it.
-
-# %%
 history = none.history[:-2]
-before = copy.deepcopy(history)
 view = SlidingWindow(max_messages=20).view(history)
-print(len(history), "messages in the history,", len(view), "in the view")
-print("history unchanged:", history == before, "| the name still in it:", says_name(history))
-sliding = sessions["sliding window"]
-print(f"the sliding-window session kept all {len(sliding.history)} messages; "
-      f"its calls sent at most {max(sliding.per_call):,} input tokens")
+print(f"a policy's view: sends {len(view)} of {len(history)} messages; "
+      f"name in the view: {says_name(view)}, in the history: {says_name(history)}")
+history = trim_messages(history, 10)  # the article's line: the window replaces the history
+print(f"trimMessages:    {len(history)} messages left; name in the history: {says_name(history)}")
 
 # %% [markdown]
 # ## What the model still knows at the end
 #
-# The session's last question was "What's my name?", and the name was given in turn 2.
-# Here is how each session answered:
+# The last question was "What's my name?"; the name came in turn 2:
 
 # %%
-for label, session in sessions.items():
-    answer = f"(no answer: the session stopped at turn {session.broke[0]})" if session.broke else session.answer
-    print(f"{label:18} {answer}")
+for label, s in sessions.items():
+    print(f"{label:22} {s.answer if not s.broke else f'(no answer: stopped at turn {s.broke[0]})'}")
 
 # %% [markdown]
-# Both windows dropped turn 2 long ago, and the model (or the mock, which only knows
-# what the request contains) cannot know the name. The summary kept it, because the
-# summarising prompt asks for every fact the user stated. This is the message that
-# stands in for the older turns in the summarize session's last call:
+# The windows dropped turn 2 long ago, and the model knows only what the request
+# holds. The summary kept the name: its prompt asks for every fact the user stated.
+# This message stands in for the older turns in the summarize session's last call:
 
 # %%
-summarize = policies["summarize"]
+summarize = sessions["summarize"].policy
 print(summarize.stats())
 head = summarize.summary_message(none.history[0])["content"] if summarize.summary else "(no summary was needed)"
 print(head if len(head) <= 900 else head[:900] + f"\n... [{len(head) - 900} more characters]")
 
 # %% [markdown]
-# The summary is model-written, so it is as good as the model: here, the mock keeps the
-# stated facts, the last questions and clipped tool results. It also costs calls of its
-# own, counted in `summaries_made` and `summary_tokens`; `covered` is how many history
-# messages it replaces.
+# A summary is as good as the model that writes it, and each one costs a call
+# (`summaries_made`, `summary_tokens`); `covered` counts the messages it replaces.
 #
 # ## Tool output: where the tokens go
 #
-# The article claims that 80% of the token waste is tool output. Measure the share in
-# this session: every call resent every earlier tool result, so add up the
-# `tool_result` blocks of every request the unmanaged session sent (estimated with
-# `miniagent.tokens`, the same rule the mock's `usage` uses).
+# The article claims that 80% of the token waste is tool output. Add up the
+# `tool_result` blocks of every request the unmanaged session sent:
 
 # %%
-def tool_output_tokens(messages):
-    return sum(estimate_block(b) for m in messages for b in blocks(m["content"]) if b["type"] == "tool_result")
-
-
-sent = [none.history[:i + 1] for i, m in enumerate(none.history) if m["role"] == "user"]  # one call each
+sent = workload.requests_of(none.history)  # each call's messages: the history up to each user message
 total = sum(none.per_call)
-tool_part, fixed_part = sum(tool_output_tokens(s) for s in sent), reserve * len(sent)
+tool_part = sum(workload.tool_output_tokens(s) for s in sent)
+fixed_part = workload.RESERVE * len(sent)
 print(f"{len(sent)} requests, {total:,} input tokens:")
 print(f"  tool output                      {tool_part / total:6.1%}")
 print(f"  system prompt + tool schemas     {fixed_part / total:6.1%}")
 print(f"  questions, answers, tool calls   {(total - tool_part - fixed_part) / total:6.1%}")
 
 # %% [markdown]
-# The article speaks of "waste", which it does not define; what you can measure is the
-# share of input tokens, and in this session it lands close to the article's figure:
-# tool output is most of what the agent sends. That is not a law of nature. It follows
-# from the tools: a search result or a page is hundreds of tokens, a question ten. An
-# agent whose tools return one number each would show a small share. Measure your own
-# agent before you trust a percentage.
+# Close to the article's figure, but it follows from these tools: a page is a thousand
+# tokens, a question ten. Measure your own agent before you trust a percentage.
 #
-# The article's two remedies act on that part only, once, when a result arrives: cut
-# it, or have the model summarise it.
+# The article's two remedies act once, on arrival: cut the result (head and tail, with
+# a note of what is missing), or have the model summarise it (a call each). The first
+# page fetch, in each of those sessions:
 
 # %%
-from miniagent.context import SummarizeToolResults
-
-tool_policies = {
-    "truncate tool output": TruncateToolResults(max_chars=1_000),
-    "summarize tool output": SummarizeToolResults(llm, max_chars=1_000),
-}
-sessions |= {label: run_session(policy) for label, policy in tool_policies.items()}
-for label in tool_policies:
-    session = sessions[label]
-    print(f"{label:22} {session.input_tokens:,} input tokens ({session.input_tokens / none.input_tokens:.0%} of none), "
-          f"{session.calls} model calls, {session.policy.stats()}")
-
-# %% [markdown]
-# What a page fetch looks like in each history. Truncation keeps the head (what the
-# page is) and the tail (how it ends) and says how much is missing:
-
-# %%
-def first_result(session, tool_name):
-    """The text of the first tool_result answering a call to `tool_name`."""
-    ids = {b["id"] for m in session.history for b in blocks(m["content"])
-           if b["type"] == "tool_use" and b["name"] == tool_name}
-    return next((result_text(b) for m in session.history for b in blocks(m["content"])
-                 if b["type"] == "tool_result" and b["tool_use_id"] in ids), f"(no {tool_name} call)")
-
-
-print(first_result(sessions["truncate tool output"], "fetch_page"))
-
-# %% [markdown]
-# The summary costs one extra model call per long result, and keeps what the model
-# judged important rather than what happened to sit at the ends:
-
-# %%
-print(first_result(sessions["summarize tool output"], "fetch_page"))
+for label in ("truncate tool output", "summarize tool output"):
+    s = sessions[label]
+    print(f"--- {label}: {s.input_tokens / none.input_tokens:.0%} of the unmanaged input tokens, {s.policy.stats()}")
+    print(workload.first_result(s.history, "fetch_page"), end="\n\n")
 
 # %% [markdown]
 # ## What each policy costs
 #
-# One table for all seven sessions. *Model calls* include the summary calls a policy
-# makes; *input tokens* count every one of those calls; *largest call* is the biggest
-# single request, the number that must stay under the model's context window.
+# The table `make bench` prints. *calls* and *input tokens* include summary calls;
+# *largest call* must fit the context window; *doubling* is the whole session's cost
+# over its first half's: 4x for a square, 2x for a line.
 
 # %%
-def recalled(session):
-    return "-" if session.broke else ("yes" if "Ada" in session.answer else "no")
-
-
-rows = []
-for label, s in sessions.items():
-    rows.append([label, s.calls, s.calls - len(s.per_call), f"{s.input_tokens:,}",
-                 f"{s.input_tokens / none.input_tokens:.0%}", f"{max(s.per_call):,}",
-                 f"400 at turn {s.broke[0]}" if s.broke else "yes", recalled(s)])
-print_table(["policy", "model calls", "summary calls", "input tokens", "vs none", "largest call",
-             "completed", "name recalled"], rows)
+print(workload.format_table(workload.compare(sessions)))
+print(f"\nthis notebook so far: {llm.usage.calls:,} model calls, {llm.usage.input_tokens:,} input tokens")
 
 # %% [markdown]
-# Reading it:
-# - **none** remembers everything and pays the square: the largest bill and the largest calls.
+# - **none** remembers everything and pays the square.
 # - **naive window** is cheap only because it died early. Never ship it.
-# - **sliding window** is cheap and flat, and forgets everything outside the window, the name included.
-# - **summarize** remembers the facts, for extra model calls; its calls are bigger than a window's.
-# - **budget + truncate** bounds the largest call exactly; its cost depends on the budget you pick.
-# - **truncate / summarize tool output** alone keep the whole conversation (and the name), but
-#   the history still grows every turn: they shrink the slope, not the shape. Combine one with a window.
+# - **sliding window** and **token budget** are cheap and flat, and forget the name;
+#   the budget bounds the largest call exactly.
+# - **summarize** remembers, for a few extra calls and bigger requests.
+# - **truncate / summarize tool output** remember too, but still grow every turn.
+# - **window + truncation** is the cheapest that completes.
 #
 # ## Now from the package
 #
-# `miniagent/context.py` holds all of these. Its windows cut only at the places
-# `safe_cuts` allows (it also handles two assistant messages in a row, which the API
-# merges into one turn); `TokenBudget` counts tokens instead of messages; `Summarize`
-# caches its summary and only makes a new one when the unsummarised part grows past
-# the trigger again; `Compose` chains policies. Do the inline windows agree with the
-# package's on every request of the session?
+# `miniagent/context.py` holds all of these; its windows cut only where `safe_cuts`
+# allows. Do the inline windows agree with the package's?
 
 # %%
 import miniagent.context
 
-print(f"miniagent/context.py: {len(inspect.getsource(miniagent.context).splitlines())} lines")
+print(f"miniagent/context.py: {len(inspect.getsource(miniagent.context).splitlines())} lines, "
+      f"miniagent/workload.py (this session): {len(inspect.getsource(workload).splitlines())} lines")
 same_naive = all(NaiveWindow(max_turns=10).view(s) == trim_messages(s, 10) for s in sent)
 same_sliding = all(SlidingWindow(max_messages=20).view(s) == sliding_window(s, 20) for s in sent)
 print(f"on all {len(sent)} requests: naive windows agree: {same_naive}, sliding windows agree: {same_sliding}")
@@ -540,89 +367,104 @@ print(f"views the naive window would have sent that the API rejects: {invalid} o
 
 # %% [markdown]
 # ## Summary
-# - Every call resends the history, so call size grows linearly and the session's cost
-#   with the square of its length. In a tool-heavy agent, tool output is most of it: measure yours.
-# - Bound it with a view, never by trimming the only copy, and cut only between complete
-#   tool_use/tool_result pairs: the naive window's cut is a 400 waiting to happen.
-# - Windows are cheap and forget; summaries remember and cost calls; shrinking tool output
-#   once, on arrival, pays off on every later call.
+# - Every call resends the history: call size grows linearly, a session's cost with the
+#   square of its length. In a tool-heavy agent, tool output is most of it: measure yours.
+# - Bound it with a view, never by trimming the only copy, and never cut a `tool_use`
+#   from its `tool_result`: that is a 400.
+# - Windows are cheap and forget; summaries remember and cost calls; shrinking tool
+#   output on arrival pays off on every later call.
 #
 # ## Exercises
-# 1. Write `orphaned_results(messages)`: the ids of `tool_result` blocks whose `tool_use`
-#    is not in the message just before. The check tries it on `small` and on the naive view.
-# 2. Fix the article's window: write `trim_safe(messages, max_turns)` that keeps the first
-#    message and at most `max_turns * 2` messages in all, and never sends an invalid
-#    conversation. The check tries it on every request of the session.
-# 3. Find a policy that still knows the name at the end and spends at most a quarter of
-#    the unmanaged session's input tokens, summary calls included. (Policies compose:
-#    `Compose(Summarize(...), TruncateToolResults(...))`.)
+#
+# Each exercise has a cell for your answer, a check cell that says where you stand, and
+# then the reference solution: try first.
+#
+# **Exercise 1.** Write `orphaned_results(messages)`: the `tool_use_id`s of the
+# `tool_result` blocks whose `tool_use` is not in the message just before. A message's
+# content may be a string or a list of blocks (`blocks(content)` reads both). The check
+# tries it on histories you have not seen, a naive window's view among them.
 
-# %%
+# %% tags=["exercise"]
 def orphaned_results(messages):
     """Exercise 1: tool_use_ids answered by a tool_result whose tool_use is not in the message before."""
     return []  # your code here
 
 
-def exercise_1_check(fn):
-    cases = [(small, []), (trim_messages(small, 3), ["toolu_2"]), (sliding_window(small, 6), [])]
-    try:
-        wrong = [(len(m), want, got) for m, want in cases if (got := fn(m)) != want]
-    except Exception as exc:
-        wrong = [("?", "no error", f"{type(exc).__name__}: {exc}")]
-    print("exercise 1:", "done!" if not wrong else f"not yet: on a {wrong[0][0]}-message history the answer is "
-          f"{wrong[0][1]}, yours was {wrong[0][2]}; compare each result's tool_use_id with the ids of the "
-          "tool_use blocks in the message before it")
+# %% tags=["check"]
+miniagent.exercises.check_04_1(orphaned_results)
+
+# %% tags=["solution"]
+# The reference solution: try the exercise before you open it.
+from miniagent.messages import blocks
 
 
-exercise_1_check(orphaned_results)
+def reference_orphaned_results(messages):
+    orphans = []
+    for i, message in enumerate(messages):
+        before = blocks(messages[i - 1]["content"]) if i > 0 else []
+        asked = {b["id"] for b in before if b["type"] == "tool_use"}
+        orphans += [b["tool_use_id"] for b in blocks(message["content"])
+                    if b["type"] == "tool_result" and b["tool_use_id"] not in asked]
+    return orphans
 
-# %%
+
+miniagent.exercises.check_04_1(reference_orphaned_results)
+
+# %% [markdown]
+# **Exercise 2.** Fix the article's window: write `trim_safe(messages, max_turns)`, which
+# keeps the first message and as many of the latest ones as fit in `max_turns * 2`
+# messages in all, never separates a `tool_use` from its `tool_result`, and returns a new
+# list (the one it is given is the agent's only copy of the history). The check tries it
+# on every request of a long session you have not seen.
+
+# %% tags=["exercise"]
 def trim_safe(messages, max_turns):
     """Exercise 2: the article's trimMessages, without the orphaned tool_result."""
-    return trim_messages(messages, max_turns)  # start from the article's version and fix it
+    if len(messages) <= max_turns * 2:
+        return list(messages)
+    return [messages[0]] + messages[len(messages) - (max_turns * 2 - 1):]  # the article's cut: fix it
 
 
-def exercise_2_check(fn):
-    for max_turns, request in itertools.product((3, 5, 10), sent):
-        try:
-            view = fn(request, max_turns)
-            problem = conversation_error(view) or (
-                f"{len(view)} messages, more than {max_turns * 2}" if len(view) > max_turns * 2 else None) or (
-                None if view[0] == request[0] and view[-1] == request[-1] else "it must keep the first and last message")
-        except Exception as exc:
-            problem = f"{type(exc).__name__}: {exc}"
-        if problem:
-            print(f"exercise 2: not yet: with max_turns={max_turns} and {len(request)} messages: {problem}")
-            return
-    print("exercise 2: done!")
+# %% tags=["check"]
+miniagent.exercises.check_04_2(trim_safe)
+
+# %% tags=["solution"]
+# The reference solution: try the exercise before you open it.
+from miniagent.messages import blocks
 
 
-exercise_2_check(trim_safe)
-
-# %%
-my_policy = None  # exercise 3: your policy here
-
-
-def exercise_3_check(policy):
-    if policy is None:
-        print("exercise 3: not yet: set my_policy, e.g. Compose(Summarize(llm, ...), TruncateToolResults(...))")
-        return
-    try:
-        session = run_session(policy)
-    except Exception as exc:
-        print(f"exercise 3: not yet: the session failed with {type(exc).__name__}: {exc}")
-        return
-    share = session.input_tokens / none.input_tokens
-    if session.broke:
-        print(f"exercise 3: not yet: the session stopped at turn {session.broke[0]}: {session.broke[1]}")
-    elif "Ada" not in session.answer or share > 0.25:
-        print(f"exercise 3: not yet: {share:.0%} of the unmanaged input tokens, and the last answer was "
-              f"{session.answer!r}")
-    else:
-        print(f"exercise 3: done! {share:.0%} of the unmanaged input tokens, and the name recalled")
+def reference_trim_safe(messages, max_turns):
+    if len(messages) <= max_turns * 2:
+        return list(messages)
+    cut = len(messages) - (max_turns * 2 - 1)
+    while any(b["type"] == "tool_result" for b in blocks(messages[cut]["content"])):
+        cut += 1  # its tool_use is on the dropped side: drop the results with it
+    return [messages[0]] + messages[cut:]
 
 
-exercise_3_check(my_policy)
+miniagent.exercises.check_04_2(reference_trim_safe)
+
+# %% [markdown]
+# **Exercise 3.** Find a policy that still knows the name at the end of the session and
+# spends fewer input tokens (summary calls included) than every policy above that knew it
+# too. The target comes from this run's sessions, so it means the same offline and live.
+# Policies compose: `Compose(TruncateToolResults(...), Summarize(llm, ...))`, and their
+# settings matter.
+
+# %% tags=["exercise"]
+my_policy = None  # exercise 3: your policy, e.g. Compose(TruncateToolResults(...), Summarize(llm, ...))
+
+# %% tags=["check"]
+miniagent.exercises.check_04_3(my_policy, run_session, sessions, workload.NAME)
+
+# %% tags=["solution"]
+# The reference solution: try the exercise before you open it.
+from miniagent.context import Compose, Summarize, TruncateToolResults
+
+# Short tool output makes each summary cheaper, so summarising earlier and keeping less pays.
+reference_policy = Compose(TruncateToolResults(max_chars=300),
+                           Summarize(llm, trigger_tokens=4_000, keep_recent_tokens=1_500))
+miniagent.exercises.check_04_3(reference_policy, run_session, sessions, workload.NAME)
 
 # %% [markdown]
 # **Next: [05 · The full agent](05_agent.ipynb)**: the call, the tools, the loop and a

@@ -37,6 +37,20 @@ DEMO = "现在几点了？顺便帮我算一下 (1024 + 768) * 2，再告诉我�
 # `default_tools()` (02) gives the weather, clock and calculator tools, a
 # `SlidingWindow` (04) decides what each call sends. What is left for the agent is
 # the history between questions:
+#
+# ```mermaid
+# flowchart LR
+#     q([question]) --> history
+#     subgraph agent["Agent"]
+#         history[("history<br/>kept between questions")] --> policy["policy (04)<br/>picks what each call sends"]
+#         policy --> loop["run_loop (03)<br/>rounds: call, then tools"]
+#         loop -- "new turns, kept unless the run failed" --> history
+#         loop -.-> trace["trace<br/>every step, as JSON Lines"]
+#     end
+#     loop <--> tools["tools (02)"]
+#     loop <--> client["Client (01)"] <--> api[("Messages API<br/>or the mock")]
+#     loop --> answer([answer])
+# ```
 
 # %%
 from miniagent.builtin_tools import default_tools
@@ -275,14 +289,16 @@ TraceView(chat.agent.trace)
 # | tool calling | `@tool` from type hints, validated arguments, errors as results | annotation-driven tools | 02 |
 # | ReAct loop | every `stop_reason`, parallel tools, three budgets | the same | 03 |
 # | context management | pair-safe window, token budget, summaries, truncation | several memory strategies | 04 |
-# | streaming (SSE) | not yet | full reactive streaming | 06 streaming (planned) |
-# | other models | Anthropic only | dozens of providers behind one interface | 07 providers (planned) |
-# | long-term memory | the conversation only | Redis, PgVector, Milvus … | 08 memory (planned) |
-# | several agents | one | multi-agent orchestration | 09 several agents (planned) |
-# | observability | a trace in JSON Lines | Micrometer, OpenTelemetry | 10 tracing (planned) |
-# | async and concurrency | tools in threads; calls are blocking | reactive stacks end to end | 11 production checklist (planned) |
-# | retrieval (RAG) | none | loaders, splitters, vector stores | 08 starts it: retrieval in SQLite (planned) |
-# | production readiness | limits and clean failures | framework integration, config, starters | 11 production checklist (planned) |
+# | streaming (SSE) | not yet | full reactive streaming | 06 streaming |
+# | async and concurrency | tools in threads; calls are blocking | reactive stacks end to end | 07 async and serving |
+# | other models | Anthropic only | dozens of providers behind one interface | 08 providers |
+# | long-term memory, retrieval (RAG) | the conversation only | Redis, PgVector, Milvus; loaders, splitters | 09 memory and retrieval |
+# | several agents | one | multi-agent orchestration | 10 several agents |
+# | observability | a trace in JSON Lines | Micrometer, OpenTelemetry | 11 tracing |
+# | tools from elsewhere | Python functions | MCP clients | 12 MCP |
+# | production readiness | limits and clean failures | framework integration, config, starters | 13 the production checklist |
+#
+# Notebooks 06 to 13 are being written, in that order; the README's roadmap says which exist.
 #
 # As the article puts it, frameworks solve engineering problems, not conceptual ones.
 # Knowing the mechanism is what lets you judge when a framework is worth it, and where
@@ -295,50 +311,92 @@ TraceView(chat.agent.trace)
 # - `miniagent.Agent` (and `python -m miniagent`, and `ChatView`) are this, packaged.
 #
 # ## Exercises
-# 1. Give the agent a new tool: a `get_population(city: str)` with a docstring, added to
-#    `default_tools()` with `register`. Ask *"What is the population of Tokyo?"* with
-#    `exercise_1 = miniagent.Agent(llm, tools)` and check that it called your tool.
-# 2. Write `calls_per_round(trace)` returning `{round: number of tool calls}`; for the
-#    demo run it is `{1: 4}`.
-# 3. Write `slowest_tool(trace)` returning the name of the tool whose `tool_result` took
-#    the most `seconds`.
+#
+# Each exercise has a cell for your answer, a check cell that says where you stand, and
+# then the reference solution: try first.
+#
+# **Exercise 1.** Give the agent a new tool: write `get_population(city: str)` with `@tool`
+# and a docstring, returning the population of a few cities of your choice, Tokyo among
+# them, and keep it in `population_tool`. The check adds it to `default_tools()`, asks an agent on `llm` *"What is the
+# population of Tokyo?"*, and looks at what the agent called and what your tool returned.
 
-# %%
-exercise_1 = None  # your agent, after it has answered the question
+# %% tags=["exercise"]
+from miniagent import tool
 
+population_tool = None  # exercise 1: your tool, a function decorated with @tool
 
-def calls_per_round(trace):
-    ...
+# %% tags=["check"]
+miniagent.exercises.check_05_1(population_tool, llm)
 
-
-def slowest_tool(trace):
-    ...
-
-
-# %%
-def check(number, test, hint):
-    try:
-        ok = bool(test())
-    except Exception as exc:  # a check never raises: it tells you what to look at
-        ok, hint = False, f"{hint} ({type(exc).__name__}: {exc})"
-    print(f"exercise {number}:", "done!" if ok else f"not yet: {hint}")
+# %% tags=["solution"]
+# The reference solution: try the exercise before you open it.
+from miniagent import tool
 
 
-fake = Trace()
-for event in [{"type": "tool_call", "iteration": 1, "id": "a", "name": "fast"},
-              {"type": "tool_call", "iteration": 1, "id": "b", "name": "slow"},
-              {"type": "tool_result", "iteration": 1, "id": "a", "name": "fast", "seconds": 0.1},
-              {"type": "tool_result", "iteration": 1, "id": "b", "name": "slow", "seconds": 0.9},
-              {"type": "tool_call", "iteration": 2, "id": "c", "name": "fast"}]:
-    fake.record(event)
+@tool(name="get_population")
+def reference_population(city: str) -> str:
+    """Get the population of a city: how many people live there.
 
-check(1, lambda: exercise_1 is not None
-      and any(e["name"] not in default_tools() for e in exercise_1.trace.of_type("tool_call")),
-      "register a new tool, build exercise_1 with it, and ask a question that needs it")
-check(2, lambda: calls_per_round(agent.trace) == {1: 4} and calls_per_round(fake) == {1: 2, 2: 1},
-      "count the tool_call events, grouped by their 'iteration'")
-check(3, lambda: slowest_tool(fake) == "slow", "look at the 'seconds' of each tool_result event")
+    Args:
+        city: the city's English name, e.g. Tokyo
+    """
+    known = {"Tokyo": 37_400_068, "Beijing": 21_893_095, "Paris": 11_208_440}
+    return f"{known[city]:,} people" if city in known else f"no population data for {city}"
+
+
+miniagent.exercises.check_05_1(reference_population, llm)
 
 # %% [markdown]
-# **Next: 06 · Streaming (planned)** — the answer arrives as it is written, token by
-# token, without changing what the loop and this agent see.
+# **Exercise 2.** Write `calls_per_round(trace)` returning `{round: number of tool calls}`:
+# for the demo run above it is `{1: 4}`. The check tries it on that run and on traces
+# you have not seen.
+
+# %% tags=["exercise"]
+def calls_per_round(trace):
+    """Exercise 2: {round: number of tool calls} for the run a trace records."""
+    ...  # your code here
+
+
+# %% tags=["check"]
+miniagent.exercises.check_05_2(calls_per_round)
+
+# %% tags=["solution"]
+# The reference solution: try the exercise before you open it.
+def reference_calls_per_round(trace):
+    rounds = {}
+    for event in trace.of_type("tool_call"):
+        rounds[event["iteration"]] = rounds.get(event["iteration"], 0) + 1
+    return rounds
+
+
+miniagent.exercises.check_05_2(reference_calls_per_round)
+
+# %% [markdown]
+# **Exercise 3.** Write `slowest_tool(trace)` returning the name of the tool whose
+# `tool_result` took the most `seconds`. (The last result to arrive is not always the
+# slowest: the check tries traces where it is not.)
+
+# %% tags=["exercise"]
+def slowest_tool(trace):
+    """Exercise 3: the name of the tool whose tool_result took the most seconds."""
+    ...  # your code here
+
+
+# %% tags=["check"]
+miniagent.exercises.check_05_3(slowest_tool)
+
+# %% tags=["solution"]
+# The reference solution: try the exercise before you open it.
+def reference_slowest_tool(trace):
+    return max(trace.of_type("tool_result"), key=lambda event: event["seconds"])["name"]
+
+
+miniagent.exercises.check_05_3(reference_slowest_tool)
+
+# %% [markdown]
+# **Next.** 06 · Streaming, where the answer arrives as it is written, is the next
+# notebook to be written (the [roadmap](../README.md#roadmap) says what exists). Until
+# then, two real next steps: run the agent from a terminal with
+# `python -m miniagent --verbose "your question"` (add `--trace run.jsonl` and read the
+# trace with `miniagent.Trace.from_jsonl`), and read `miniagent/loop.py` and
+# `miniagent/agent.py` top to bottom: together they are this notebook.

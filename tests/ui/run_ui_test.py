@@ -6,8 +6,11 @@ It starts JupyterLab on a free port with a random token, serving a temporary cop
 of the notebooks (so the browser can never save over the committed ones), opens
 05_agent.ipynb, runs all cells, types the article's demo question into the chat
 widget, clicks Send, and checks that the answer with "3584" appears in the widget;
-then checks that Enter sends too. A screenshot goes to ui-test/chat.png (and
-ui-test/failure.png when a step fails). The server is always shut down.
+then checks that Enter sends too. Then it opens the student edition of 00_setup.ipynb
+(as `make student` writes it: no reference solution, the check's output cleared), runs
+it, and checks that its exercise check says "not yet" there. Screenshots go to
+ui-test/chat.png and ui-test/student.png (and ui-test/failure.png when a step fails).
+The server is always shut down.
 
 Needs Debian's Chromium at /usr/bin/chromium (apt-get install -y chromium) and the
 `playwright` Python package. Never run `playwright install`: it downloads its own
@@ -17,6 +20,7 @@ Exit status: 0 on success, 1 with a message saying which step failed.
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 import shutil
@@ -31,6 +35,8 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 NOTEBOOK = "05_agent.ipynb"
+STUDENT_NOTEBOOK = "00_setup.ipynb"  # its first exercise check, in the student edition
+STUDENT_CHECK = "check_00_1(cut_response, llm)"
 OUT = ROOT / "ui-test"
 CHROMIUM = os.environ.get("MINIAGENT_CHROMIUM", "/usr/bin/chromium")
 DEMO = "现在几点了？顺便帮我算一下 (1024 + 768) * 2，再告诉我北京和上海的天气。"
@@ -50,6 +56,14 @@ class UITestError(Exception):
     """A step failed; the message says which and what was seen."""
 
 
+def nbtools():
+    """scripts/nbtools.py, which writes the student edition (`make student`)."""
+    spec = importlib.util.spec_from_file_location("nbtools", ROOT / "scripts" / "nbtools.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -61,6 +75,7 @@ def prepare(workdir: Path) -> tuple[Path, dict]:
     served = workdir / "notebooks"
     served.mkdir()
     shutil.copy(ROOT / "notebooks" / NOTEBOOK, served / NOTEBOOK)
+    nbtools().student_edition(ROOT / "notebooks" / STUDENT_NOTEBOOK, served / "student")
     settings = workdir / "settings"
     for name, values in SETTINGS.items():
         path = settings / name
@@ -178,6 +193,43 @@ def drive(page, base: str, token: str) -> None:
         raise UITestError("pressing Enter in the chat box did not send the question") from exc
 
 
+def drive_student(page, base: str, token: str) -> None:
+    """Open the student edition of notebook 00, run it, and read its first exercise check."""
+    step("open the student edition of notebook 00")
+    page.goto(f"{base}/lab/tree/student/{STUDENT_NOTEBOOK}?token={token}", timeout=60_000)
+    check = page.locator(".jp-Notebook .jp-CodeCell", has_text=STUDENT_CHECK)
+    check.wait_for(state="attached", timeout=60_000)
+    page.wait_for_selector(".jp-Spinner", state="detached", timeout=30_000)
+    wait_kernel_idle(page, 60)
+    accept_kernel_dialog(page, wait_ms=2_000)
+    if "exercise 1:" in check.inner_text():
+        raise UITestError("the check cell shows a verdict before it ran: the student edition should clear it")
+    notes = page.locator(".jp-Notebook .jp-MarkdownCell", has_text="instructor's edition")
+    if notes.count() == 0:
+        raise UITestError("no note where the reference solution was: is this the student edition?")
+
+    step("run all cells of the student notebook")
+    check.locator(".cm-content").click()
+    page.get_by_role("menuitem", name="Run", exact=True).click()
+    page.get_by_role("menuitem", name="Run All Cells", exact=True).click()
+    accept_kernel_dialog(page, wait_ms=1_000)
+    output = check.locator(".jp-OutputArea-output")
+    try:
+        output.filter(has_text="exercise 1: not yet").wait_for(state="attached", timeout=60_000)
+    except Exception as exc:  # playwright's TimeoutError: say what the cell showed instead
+        raise UITestError(f"the first exercise check did not say \"not yet\" within 60 s; the cell shows:\n"
+                          f"{check.inner_text()[-600:]}") from exc
+    notebook = page.locator(".jp-Notebook").filter(has=page.locator(".jp-CodeCell", has_text=STUDENT_CHECK))
+    if notebook.locator(".jp-OutputArea-output", has_text="done!").count():
+        raise UITestError("the student notebook says done!: a reference solution is still in it")
+    wait_kernel_idle(page, 60)
+    dismiss_toasts(page)
+    check.scroll_into_view_if_needed()
+    page.wait_for_timeout(300)
+    OUT.mkdir(exist_ok=True)
+    page.screenshot(path=str(OUT / "student.png"))
+
+
 def wait_kernel_idle(page, seconds: float) -> None:
     """Wait until the toolbar's kernel indicator says idle (best effort: it may be absent)."""
     indicator = page.locator(".jp-Notebook-ExecutionIndicator")
@@ -238,6 +290,7 @@ def main() -> int:
                     page = browser.new_page(viewport={"width": 1280, "height": 1000})
                     try:
                         drive(page, base, token)
+                        drive_student(page, base, token)
                     except Exception:
                         OUT.mkdir(exist_ok=True)
                         page.screenshot(path=str(OUT / "failure.png"))
@@ -253,7 +306,8 @@ def main() -> int:
         finally:
             step("stop jupyter lab")
             stop_server(server, base, token)
-    print(f"ui test passed in {time.monotonic() - started:.0f} s; screenshot: {OUT / 'chat.png'}")
+    print(f"ui test passed in {time.monotonic() - started:.0f} s; screenshots: {OUT / 'chat.png'}, "
+          f"{OUT / 'student.png'}")
     return 0
 
 

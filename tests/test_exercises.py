@@ -1,0 +1,986 @@
+"""The exercise checks (`miniagent.exercises`): each one is tested like any other code.
+
+For every check: the reference solution (the one in the notebook's `solution` cell)
+passes; plausible wrong solutions fail with the hint that names their fault; an
+odd-but-valid solution passes; an answer of the wrong type gets "that's not the right
+kind of answer"; and nothing a learner can write makes a check raise or hang.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from types import SimpleNamespace
+
+import pytest
+
+import miniagent
+from miniagent import exercises
+from miniagent.builtin_tools import calculate, default_tools, get_weather
+from miniagent.context import Compose, SlidingWindow, Summarize, TruncateToolResults
+from miniagent.exercises import DONE, NOT_YET, WRONG_KIND
+from miniagent.messages import blocks, text_of, tool_uses
+from miniagent.tools import Tool, ToolRegistry, tool
+
+DEMO = "现在几点了？顺便帮我算一下 (1024 + 768) * 2，再告诉我北京和上海的天气。"
+
+
+def offline():
+    return miniagent.connect(offline=True, quiet=True)
+
+
+def done(verdict):
+    assert verdict.kind == DONE, verdict
+    assert repr(verdict).endswith(": done!")
+
+
+def not_yet(verdict, *hints):
+    assert verdict.kind == NOT_YET, verdict
+    assert ": not yet: " in repr(verdict)
+    for hint in hints:
+        assert hint in verdict.hint, verdict
+
+
+def wrong_kind(verdict, *hints):
+    assert verdict.kind == WRONG_KIND, verdict
+    assert ": that's not the right kind of answer: " in repr(verdict)
+    for hint in hints:
+        assert hint in verdict.hint, verdict
+
+
+def exercise_threads() -> list[threading.Thread]:
+    return [t for t in threading.enumerate() if t.name.startswith("exercise-")]
+
+
+@pytest.fixture(autouse=True)
+def no_thread_outlives_its_test():
+    """A learner's code runs in a thread; none may still run after the test (it would skew the
+    memory and timing of whatever test runs next in this process)."""
+    yield
+    for thread in exercise_threads():
+        thread.join(10)
+    assert not exercise_threads()
+
+
+@pytest.fixture
+def short_timeout(monkeypatch):
+    """Checks give up on a hanging answer after TIMEOUT; a test need not wait 10 s for that.
+    The 'hanging' functions wait on `release`, set at teardown, so their threads end."""
+    monkeypatch.setattr(exercises, "TIMEOUT", 0.3)
+    release = threading.Event()
+    yield release
+    release.set()
+
+
+# --- the verdict -------------------------------------------------------------------------
+
+
+def test_a_verdict_is_one_line_with_ok_and_kind():
+    assert repr(exercises.Verdict(2, DONE)) == "exercise 2: done!"
+    assert str(exercises.Verdict(1, NOT_YET, "look here")) == "exercise 1: not yet: look here"
+    wrong = exercises.Verdict(3, WRONG_KIND, "a list, please")
+    assert repr(wrong) == "exercise 3: that's not the right kind of answer: a list, please"
+    assert exercises.Verdict(2, DONE).ok and not wrong.ok
+
+
+def test_every_exercise_of_00_to_05_has_a_check():
+    assert sorted(exercises.CHECKS) == ["00-1", "01-1", "01-2", "01-3", "02-1", "02-2", "02-3", "03-1", "03-2",
+                                        "03-3", "04-1", "04-2", "04-3", "05-1", "05-2", "05-3"]
+    for key, check in exercises.CHECKS.items():
+        assert check.__name__ == "check_" + key.replace("-", "_")
+        assert getattr(exercises, check.__name__) is check
+
+
+def test_importing_the_checks_loads_nothing_heavy():
+    import subprocess
+    import sys
+
+    code = ("import sys, miniagent\nminiagent.exercises\n"
+            "print(sorted(m for m in ('httpx', 'miniagent.client', 'miniagent.mock', 'ipywidgets')\n"
+            "             if m in sys.modules))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60).stdout
+    assert out.strip() == "[]"
+
+
+def test_a_check_that_trips_over_the_answer_says_not_yet_and_does_not_raise():
+    class Hostile:
+        def __getattr__(self, name):
+            raise RuntimeError("boom")
+
+        def __repr__(self):
+            raise RuntimeError("no repr either")
+
+    verdict = exercises.check_04_3(Hostile(), lambda policy: None, {}, "Ada")
+    assert verdict.kind in (NOT_YET, WRONG_KIND), verdict
+
+
+def test_an_exception_that_cannot_even_be_printed_is_still_reported():
+    class Unprintable(Exception):
+        def __str__(self):
+            raise RuntimeError("no message either")
+
+    def raises_it(messages):
+        raise Unprintable()
+    not_yet(exercises.check_04_1(raises_it), "orphaned_results raised Unprintable")
+
+
+def test_a_long_exception_message_is_clipped():
+    def noisy(*args):
+        raise ValueError("x" * 5_000)
+
+    verdict = exercises.check_04_1(noisy)
+    not_yet(verdict, "orphaned_results raised ValueError")
+    assert len(repr(verdict)) < 400
+
+
+# --- 00 -----------------------------------------------------------------------------------
+
+
+def test_00_1_reference_and_odd_but_valid():
+    llm = offline()
+    done(exercises.check_00_1(llm.create([{"role": "user", "content": "Tell me about the moon."}], max_tokens=20), llm))
+    done(exercises.check_00_1(llm.create([{"role": "user", "content": "Hi"}], max_tokens=3, system="Be brief."), llm))
+
+
+def test_00_1_wrong_answers():
+    llm = offline()
+    not_yet(exercises.check_00_1(None, llm), "still None")
+    full = llm.create([{"role": "user", "content": "Hello! Who are you?"}])
+    not_yet(exercises.check_00_1(full, llm), "'end_turn'", "max_tokens=1024", "fewer tokens")
+    other = offline()
+    elsewhere = other.create([{"role": "user", "content": "Hi"}], max_tokens=5)
+    not_yet(exercises.check_00_1(elsewhere, llm), "never received")
+    forged = dict(full, stop_reason="max_tokens")  # editing the dict proves nothing
+    not_yet(exercises.check_00_1(forged, llm), "'end_turn'")
+    wrong_kind(exercises.check_00_1(text_of(full), llm), "not a str")
+    wrong_kind(exercises.check_00_1({"model": "m", "max_tokens": 20, "messages": []}, llm), "max_tokens")
+
+
+# --- 01 -----------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def nb01():
+    """What notebook 01 defines before its exercises: post, body, mock_llm, post_with_retries, good."""
+    llm, mock_llm = offline(), offline()
+    url = llm.base_url + "/v1/messages"
+    headers = {"x-api-key": "mock-key", "anthropic-version": "2023-06-01", "content-type": "application/json"}
+    mock_url, mock_http = mock_llm.base_url + "/v1/messages", mock_llm.http
+
+    def post(body):
+        return llm.http.post(url, headers=headers, json=body)
+
+    def post_with_retries(payload, attempts=3, sleep=time.sleep):
+        for attempt in range(1, attempts + 1):
+            r = mock_http.post(mock_url, headers=headers, json=payload)
+            if r.status_code not in (408, 409, 429, 500, 502, 503, 504, 529) or attempt == attempts:
+                return r, attempt
+            sleep(float(r.headers.get("retry-after", 0)) or 0.01)
+
+    body = {"model": llm.model, "max_tokens": 300,
+            "messages": [{"role": "user", "content": "In one sentence: what is an LLM agent?"}]}
+    good = {"model": mock_llm.model, "max_tokens": 100, "messages": [{"role": "user", "content": "Hi"}]}
+    return SimpleNamespace(post=post, body=body, mock_llm=mock_llm, mock_http=mock_http, mock_url=mock_url,
+                           headers=headers, post_with_retries=post_with_retries, good=good)
+
+
+def test_01_1_reference_and_odd_but_valid(nb01):
+    done(exercises.check_01_1(nb01.post({**nb01.body, "system": "Answer in French."})))
+    blocks_system = [{"type": "text", "text": "You are helpful."}, {"type": "text", "text": "Réponds en FRENCH."}]
+    done(exercises.check_01_1(nb01.post({**nb01.body, "system": blocks_system})))
+
+
+def test_01_1_wrong_answers(nb01):
+    not_yet(exercises.check_01_1(None), "still None")
+    not_yet(exercises.check_01_1(nb01.post(nb01.body)), 'no "system" field')
+    as_message = {**nb01.body, "messages": [{"role": "system", "content": "Answer in French."}, *nb01.body["messages"]]}
+    not_yet(exercises.check_01_1(nb01.post(as_message)), 'no "system" role')
+    not_yet(exercises.check_01_1(nb01.post({**nb01.body, "system": "Answer in Spanish."})), "does not ask for French")
+    not_yet(exercises.check_01_1(nb01.post({**nb01.body, "system": "Answer in French.", "model": None})),
+            "the API answered 400")
+
+
+def test_01_1_other_readings_of_reply_are_refused_with_a_clear_hint(nb01):
+    reply = nb01.post({**nb01.body, "system": "Answer in French."})
+    wrong_kind(exercises.check_01_1(reply.json()), "the reply's JSON", "httpx.Response")
+    wrong_kind(exercises.check_01_1(text_of(reply.json())), "holds text", "httpx.Response")
+    wrong_kind(exercises.check_01_1((reply, 1)), "tuple")
+    wrong_kind(exercises.check_01_1(42), "an int")
+
+
+def test_01_2_reference_and_odd_but_valid(nb01):
+    mock_llm = nb01.mock_llm
+    mock_llm.mock.fault(429, times=3)
+    with pytest.raises(miniagent.RateLimitError) as caught:
+        mock_llm.create([{"role": "user", "content": "Hi"}])
+    done(exercises.check_01_2(caught.value.request_id, mock_llm))
+    mock_llm.mock.fault(429, times=10)  # more faults than attempts: the exception still names the last attempt
+    with pytest.raises(miniagent.RateLimitError) as again:
+        mock_llm.create([{"role": "user", "content": "Hi"}])
+    done(exercises.check_01_2(again.value.request_id, mock_llm))
+    mock_llm.mock.reset()
+
+
+def test_01_2_wrong_answers(nb01):
+    mock_llm = nb01.mock_llm
+    not_yet(exercises.check_01_2(None, mock_llm), "still None")
+    mock_llm.mock.fault(429)  # by hand, as the notebook does first: a 429 the client never saw
+    raw = nb01.mock_http.post(nb01.mock_url, headers=nb01.headers, json=nb01.good)
+    not_yet(exercises.check_01_2(raw.headers["request-id"], mock_llm), "got no 429 with the request id")
+    mock_llm.mock.fault(429, times=3)
+    with pytest.raises(miniagent.RateLimitError) as caught:
+        mock_llm.create([{"role": "user", "content": "Hi"}])
+    first_attempt = [e for e in mock_llm.exchanges if e.status == 429][0].response["request_id"]
+    not_yet(exercises.check_01_2(first_attempt, mock_llm), "was retried")
+    wrong_kind(exercises.check_01_2(caught.value, mock_llm), "exception itself")
+    wrong_kind(exercises.check_01_2(429, mock_llm), "not an int")
+
+
+def reference_impatient_post(nb01):
+    def impatient_post(payload, attempts=3, sleep=time.sleep):
+        for attempt in range(1, attempts + 1):
+            r = nb01.mock_http.post(nb01.mock_url, headers=nb01.headers, json=payload)
+            wait = float(r.headers.get("retry-after", 0))
+            if r.status_code not in (429, 529) or attempt == attempts or wait > 30:
+                return r, attempt
+            sleep(wait or 0.01)
+    return impatient_post
+
+
+def test_01_3_reference_and_odd_but_valid(nb01):
+    done(exercises.check_01_3(reference_impatient_post(nb01), nb01.mock_llm, nb01.good))
+
+    def raises_nothing_returns_early(payload, attempts=3, sleep=time.sleep):  # a while loop, a dict answer
+        attempt = 0
+        while True:
+            attempt += 1
+            r = nb01.mock_http.post(nb01.mock_url, headers=nb01.headers, json=payload)
+            if r.status_code != 429 or attempt >= attempts:
+                return {"response": r}
+            if int(r.headers["retry-after"]) > 30:
+                return {"gave up": r}
+            sleep(int(r.headers["retry-after"]))
+    done(exercises.check_01_3(raises_nothing_returns_early, nb01.mock_llm, nb01.good))
+
+
+def test_01_3_wrong_answers_leave_no_fault_behind(nb01):
+    mock_llm = nb01.mock_llm
+    not_yet(exercises.check_01_3(nb01.post_with_retries, mock_llm, nb01.good), "waited 3600 s", "give up at once")
+
+    def never_retries(payload, attempts=3, sleep=time.sleep):
+        return nb01.mock_http.post(nb01.mock_url, headers=nb01.headers, json=payload), 1
+    not_yet(exercises.check_01_3(never_retries, mock_llm, nb01.good), "retry-after: 2", "wait 2 s")
+
+    def sends_nothing(payload, attempts=3, sleep=time.sleep):
+        return None
+    not_yet(exercises.check_01_3(sends_nothing, mock_llm, nb01.good), "sent nothing")
+
+    def no_sleep_parameter(payload):
+        return None
+    not_yet(exercises.check_01_3(no_sleep_parameter, mock_llm, nb01.good), "TypeError", "sleep")
+    not_yet(exercises.check_01_3(None, mock_llm, nb01.good), "still None")
+    wrong_kind(exercises.check_01_3("post_with_retries", mock_llm, nb01.good), "a function")
+    assert mock_llm.create([{"role": "user", "content": "Hi"}])["stop_reason"] == "end_turn"  # no fault left queued
+    assert len([e for e in mock_llm.exchanges if e.status != 200]) == 0
+
+
+def test_01_3_a_function_that_really_sleeps_an_hour_is_called_hanging(nb01, short_timeout):
+    def sleeps_for_real(payload, attempts=3, sleep=time.sleep):
+        r = nb01.mock_http.post(nb01.mock_url, headers=nb01.headers, json=payload)
+        short_timeout.wait(float(r.headers.get("retry-after", 0)))
+        return r, 1
+    not_yet(exercises.check_01_3(sleeps_for_real, nb01.mock_llm, nb01.good), "did not return within 0.3 s")
+
+
+# --- 02 -----------------------------------------------------------------------------------
+
+
+@tool
+def get_time(city: str) -> str:
+    """Get the current local time in a city.
+
+    Args:
+        city: the city, e.g. Tokyo
+    """
+    return "12:00"
+
+
+def test_02_1_reference_and_odd_but_valid():
+    llm = offline()
+    done(exercises.check_02_1(get_time, llm))
+
+    def clock_in(place: str) -> str:  # a plain function (not @tool), a name without the word "time"
+        """Tell the current time and date in a city.
+
+        Args:
+            place: the city
+        """
+        return "12:00"
+    done(exercises.check_02_1(clock_in, llm))
+    done(exercises.check_02_1(get_time.schema(), llm))
+
+
+def test_02_1_wrong_answers():
+    llm = offline()
+
+    @tool
+    def tool_a(city: str) -> str:
+        """Your description here.
+
+        Args:
+            city: ...
+        """
+        return "12:00"
+    not_yet(exercises.check_02_1(tool_a, llm), "called no tool", "tells the time")
+    renamed_only = Tool("get_time", tool_a.description, tool_a.input_schema, tool_a.fn)
+    not_yet(exercises.check_02_1(renamed_only, llm), "by its name alone", "placeholder")
+
+    @tool
+    def helper(city: str) -> str:
+        """Answers any question at all: the time, the weather, sums, anything.
+
+        Args:
+            city: the city
+        """
+        return "12:00"
+    not_yet(exercises.check_02_1(helper, llm), "also called helper", "only that")
+    weather_named = Tool("get_weather", "Get the current time in a city.", get_time.input_schema, get_time.fn)
+    done_or_refused = exercises.check_02_1(weather_named, llm)  # a clash with a distractor is never a crash
+    assert done_or_refused.kind in (DONE, NOT_YET)
+
+    def no_docstring(city):
+        return "12:00"
+    not_yet(exercises.check_02_1(no_docstring, llm), "@tool refuses")
+    not_yet(exercises.check_02_1(None, llm), "still None")
+    wrong_kind(exercises.check_02_1("get_time", llm), "not a str")
+
+
+def reference_run_safely(fn, tool_use):
+    try:
+        return {"type": "tool_result", "tool_use_id": tool_use["id"], "content": str(fn(**tool_use["input"]))}
+    except Exception as err:
+        return {"type": "tool_result", "tool_use_id": tool_use["id"], "content": f"Error: {err}", "is_error": True}
+
+
+def test_02_2_reference_and_odd_but_valid():
+    done(exercises.check_02_2(reference_run_safely))
+
+    def with_blocks(fn, tool_use):  # content as text blocks, is_error always present, repr of the exception
+        result = {"type": "tool_result", "tool_use_id": tool_use["id"], "is_error": False}
+        try:
+            output = fn(**tool_use["input"])
+        except BaseException as err:
+            result.update(is_error=True, content=[{"type": "text", "text": f"Error: {err!r}"}])
+        else:
+            result["content"] = [{"type": "text", "text": f"{output}"}]
+        return result
+    done(exercises.check_02_2(with_blocks))
+
+    def via_the_registry(fn, tool_use):  # the package's own boundary does it too
+        return ToolRegistry([Tool(tool_use["name"], "A tool.", {"type": "object"}, fn)]).run(tool_use)
+    done(exercises.check_02_2(via_the_registry))
+
+
+def test_02_2_wrong_answers():
+    def no_try(fn, tool_use):
+        return {"type": "tool_result", "tool_use_id": tool_use["id"], "content": str(fn(**tool_use["input"]))}
+    not_yet(exercises.check_02_2(no_try), "run_safely raised ValueError", "get_weather({'city': 'Atlantis'})")
+
+    def no_is_error(fn, tool_use):
+        try:
+            return {"type": "tool_result", "tool_use_id": tool_use["id"], "content": str(fn(**tool_use["input"]))}
+        except Exception as err:
+            return {"type": "tool_result", "tool_use_id": tool_use["id"], "content": f"Error: {err}"}
+    not_yet(exercises.check_02_2(no_is_error), "no is_error: True")
+
+    def only_value_errors(fn, tool_use):
+        try:
+            output = fn(**tool_use["input"])
+        except ValueError as err:
+            return {"type": "tool_result", "tool_use_id": tool_use["id"], "content": f"Error: {err}", "is_error": True}
+        return {"type": "tool_result", "tool_use_id": tool_use["id"], "content": str(output)}
+    not_yet(exercises.check_02_2(only_value_errors), "ZeroDivisionError")
+
+    def positional(fn, tool_use):
+        return reference_run_safely(lambda **kw: fn(tool_use["input"]), tool_use)
+    not_yet(exercises.check_02_2(positional), "get_weather({'city': 'Paris'})", "is_error")
+
+    def silent(fn, tool_use):
+        result = reference_run_safely(fn, tool_use)
+        return {**result, "content": "Error: something went wrong"} if result.get("is_error") else result
+    not_yet(exercises.check_02_2(silent), "does not say why")
+
+    def wrong_key(fn, tool_use):
+        return {"type": "tool_result", "id": tool_use["id"], "content": "x"}
+    not_yet(exercises.check_02_2(wrong_key), "would refuse", "tool_use_id")
+    wrong_kind(exercises.check_02_2(lambda fn, tool_use: "Paris: sunny"), "returned a str", "tool_result block")
+    not_yet(exercises.check_02_2(lambda fn, tool_use: None), "returned None")
+    wrong_kind(exercises.check_02_2(42), "a function")
+
+
+def test_02_3_reference_odd_but_valid_and_the_old_crash():
+    done(exercises.check_02_3("2 ^ 10"))
+    done(exercises.check_02_3("2 ^ 0.5"))  # the old check crashed here: Python refuses float ^ float
+    done(exercises.check_02_3("(1024 + 768) × 2"))  # Python cannot even parse it: a difference too
+    done(exercises.check_02_3("3 ^ 2 + 1"))
+
+
+def test_02_3_wrong_answers_and_nothing_can_freeze_it():
+    not_yet(exercises.check_02_3("2 ** 10"), "both give 1024")
+    not_yet(exercises.check_02_3("1 ^ 0"), "both give 1")
+    not_yet(exercises.check_02_3("__import__('os').getcwd()"), "safe_eval refuses it")
+    not_yet(exercises.check_02_3(""), "safe_eval refuses it")
+    not_yet(exercises.check_02_3(None), "still None")
+    wrong_kind(exercises.check_02_3(2 ^ 10), "in quotes", "an int")
+    wrong_kind(exercises.check_02_3(b"2 ^ 10"), "bytes")
+    started = time.perf_counter()
+    not_yet(exercises.check_02_3("9**(0^10**8)"), "too large")  # safe_eval reads 9**0; Python 9**100000000
+    not_yet(exercises.check_02_3("2 ^ 1 << 10**9"), "refuses")
+    assert time.perf_counter() - started < 1
+
+
+# --- 03 -----------------------------------------------------------------------------------
+
+
+def reference_budget_react(client, question, tools, token_budget, max_iterations=10):
+    messages = [{"role": "user", "content": question}]
+    start = client.usage.total_tokens
+    for _ in range(max_iterations):
+        response = client.create(messages, tools=tools.schemas())
+        messages.append({"role": "assistant", "content": response["content"]})
+        if response["stop_reason"] != "tool_use":
+            return text_of(response), messages
+        if client.usage.total_tokens - start > token_budget:
+            return f"stopped: this run used more than {token_budget} tokens", messages
+        messages.append({"role": "user", "content": [tools.run(c) for c in tool_uses(response)]})
+    return f"stopped after {max_iterations} rounds", messages
+
+
+def test_03_1_reference_and_odd_but_valid():
+    done(exercises.check_03_1(reference_budget_react))
+
+    def checks_first(client, question, tools, token_budget, max_iterations=10):  # the budget at the top, run_all
+        messages, start = [miniagent.user(question)], client.usage.total_tokens
+        while client.usage.total_tokens - start <= token_budget and len(messages) < 2 * max_iterations:
+            response = client.create(messages, tools=tools.schemas())
+            messages.append(miniagent.assistant(response["content"]))
+            if response["stop_reason"] != "tool_use":
+                return text_of(response), messages
+            messages.append(miniagent.user(tools.run_all(tool_uses(response))))
+        return "budget spent", messages
+    done(exercises.check_03_1(checks_first))
+
+
+def test_03_1_wrong_answers():
+    def no_budget(client, question, tools, token_budget, max_iterations=10):
+        return reference_budget_react(client, question, tools, 10**12, max_iterations)
+    not_yet(exercises.check_03_1(no_budget), "the runaway model made 30 calls", "stop after call 4")
+
+    def whole_usage(client, question, tools, token_budget, max_iterations=10):
+        messages = [{"role": "user", "content": question}]
+        for _ in range(max_iterations):
+            if client.usage.total_tokens > token_budget:
+                return "over budget", messages
+            response = client.create(messages, tools=tools.schemas())
+            messages.append({"role": "assistant", "content": response["content"]})
+            if response["stop_reason"] != "tool_use":
+                return text_of(response), messages
+            messages.append({"role": "user", "content": [tools.run(c) for c in tool_uses(response)]})
+        return "", messages
+    not_yet(exercises.check_03_1(whole_usage), "count the tokens this run used", "5,200 before")
+
+    def uses_a_global(client, question, tools, token_budget, max_iterations=10):
+        return reference_budget_react(offline(), question, tools, token_budget, max_iterations)
+    not_yet(exercises.check_03_1(uses_a_global), "no model calls with the client it was given")
+
+    def always_one_call(client, question, tools, token_budget, max_iterations=10):
+        return reference_budget_react(client, question, tools, 0, max_iterations)
+    not_yet(exercises.check_03_1(always_one_call), "3584")
+
+    def endless(client, question, tools, token_budget, max_iterations=10):
+        if "(1024" in question:
+            return reference_budget_react(client, question, tools, token_budget)
+        messages = [miniagent.user(question)]
+        while True:
+            response = client.create(messages, tools=tools.schemas())
+            messages += [miniagent.assistant(response["content"]),
+                         miniagent.user([tools.run(c) for c in tool_uses(response)])]
+    not_yet(exercises.check_03_1(endless), "made 40 calls")
+    not_yet(exercises.check_03_1(lambda client, question, tools, budget: None), "max_iterations")
+    wrong_kind(exercises.check_03_1(lambda *a, **k: reference_budget_react(*a, **k)[0] if a[3] > 10**5 else None),
+               "returned a str")
+
+
+def test_03_2_reference_and_odd_but_valid():
+    llm, tools = offline(), default_tools()
+    choice = {"type": "auto", "disable_parallel_tool_use": True}
+    done(exercises.check_03_2(miniagent.run_loop(llm, [miniagent.user(DEMO)], tools=tools, tool_choice=choice), llm))
+    blocks_question = [miniagent.user([{"type": "text", "text": DEMO}])]
+    done(exercises.check_03_2(miniagent.run_loop(llm, blocks_question, tools=tools, tool_choice=choice,
+                                                 parallel=False, max_iterations=20), llm))
+
+
+def test_03_2_wrong_answers():
+    llm, tools = offline(), default_tools()
+    not_yet(exercises.check_03_2(None, llm), "still None")
+    parallel = miniagent.run_loop(llm, [miniagent.user(DEMO)], tools=tools)
+    not_yet(exercises.check_03_2(parallel, llm), "asked for 4 tools at once")
+    forced = miniagent.run_loop(llm, [miniagent.user(DEMO)], tools=tools,
+                                tool_choice={"type": "any", "disable_parallel_tool_use": True})
+    not_yet(exercises.check_03_2(forced, llm), "ended with 'repeated_call'")
+    untyped = miniagent.run_loop(llm, [miniagent.user(DEMO)], tools=tools,
+                                 tool_choice={"disable_parallel_tool_use": True})
+    not_yet(exercises.check_03_2(untyped, llm), "'api_error'", "tool_choice")
+    simple = miniagent.run_loop(llm, [miniagent.user("What is 2 + 2?")], tools=tools,
+                                tool_choice={"type": "auto", "disable_parallel_tool_use": True})
+    not_yet(exercises.check_03_2(simple, llm), "called 1 tool", "demo question")
+    elsewhere = offline()
+    result = miniagent.run_loop(elsewhere, [miniagent.user(DEMO)], tools=tools,
+                                tool_choice={"type": "auto", "disable_parallel_tool_use": True})
+    not_yet(exercises.check_03_2(result, offline()), "llm sent no request")
+    wrong_kind(exercises.check_03_2(5, llm), "holds a number")
+    wrong_kind(exercises.check_03_2(result.messages, llm), "LoopResult")
+
+
+def reference_careful_react(client, question, tools, max_iterations=10):
+    messages = [{"role": "user", "content": question}]
+    for _ in range(max_iterations):
+        response = client.create(messages, tools=tools.schemas())
+        messages.append({"role": "assistant", "content": response["content"]})
+        if response["stop_reason"] == "max_tokens":
+            return "stopped: the answer was cut off by max_tokens", messages
+        if response["stop_reason"] != "tool_use":
+            return text_of(response), messages
+        messages.append({"role": "user", "content": [tools.run(c) for c in tool_uses(response)]})
+    return f"stopped after {max_iterations} rounds", messages
+
+
+def test_03_3_reference_and_odd_but_valid():
+    done(exercises.check_03_3(reference_careful_react))
+
+    def answers_the_cut_call(client, question, tools, max_iterations=10):  # as the package does: an error result
+        messages = [miniagent.user(question)]
+        for _ in range(max_iterations):
+            response = client.create(messages, tools=tools.schemas())
+            messages.append(miniagent.assistant(response["content"]))
+            calls = tool_uses(response)
+            if response["stop_reason"] == "max_tokens":
+                if calls:
+                    messages.append(miniagent.user([miniagent.tool_result(c["id"], "Error: not executed (cut off)",
+                                                                          is_error=True) for c in calls]))
+                return "The answer hit max_tokens.", messages
+            if response["stop_reason"] != "tool_use":
+                return text_of(response), messages
+            messages.append(miniagent.user(tools.run_all(calls)))
+        return "", messages
+    done(exercises.check_03_3(answers_the_cut_call))
+
+
+def test_03_3_wrong_answers():
+    def plain_react(client, question, tools, max_iterations=10):  # react as written: stops, but says nothing
+        messages = [miniagent.user(question)]
+        for _ in range(max_iterations):
+            response = client.create(messages, tools=tools.schemas())
+            messages.append(miniagent.assistant(response["content"]))
+            if response["stop_reason"] != "tool_use":
+                return text_of(response), messages
+            messages.append(miniagent.user([tools.run(c) for c in tool_uses(response)]))
+        return "", messages
+    not_yet(exercises.check_03_3(plain_react), "include the words max_tokens")
+
+    def runs_whatever_it_sees(client, question, tools, max_iterations=10):  # the old check let this pass
+        messages = [miniagent.user(question)]
+        for _ in range(max_iterations):
+            response = client.create(messages, tools=tools.schemas())
+            messages.append(miniagent.assistant(response["content"]))
+            calls = tool_uses(response)
+            if calls:
+                messages.append(miniagent.user([tools.run(c) for c in calls]))
+            if response["stop_reason"] == "max_tokens":
+                return "stopped on max_tokens", messages
+            if not calls:
+                return text_of(response), messages
+        return "", messages
+    not_yet(exercises.check_03_3(runs_whatever_it_sees), "ran calculate", "never run a cut-off call")
+
+    def calls_the_function_directly(client, question, tools, max_iterations=10):
+        response = client.create([miniagent.user(question)], tools=tools.schemas())
+        for call in tool_uses(response):
+            tools.get(call["name"]).fn(**call["input"])
+        return "max_tokens", []
+    not_yet(exercises.check_03_3(calls_the_function_directly), "ran calculate")
+
+    def article_loop(client, question, tools, max_iterations=10):  # spins on max_tokens, sending the same request
+        messages = [miniagent.user(question)]
+        for _ in range(max_iterations):
+            response = client.create(messages, tools=tools.schemas())
+            if response["stop_reason"] == "end_turn":
+                return text_of(response), messages
+            if response["stop_reason"] == "tool_use":
+                messages.append(miniagent.assistant(response["content"]))
+                messages.append(miniagent.user([tools.run(c) for c in tool_uses(response)]))
+        return "max_tokens? max iterations reached", messages
+    not_yet(exercises.check_03_3(article_loop), "called the model again", "10 calls")
+
+    def spins_for_ever(client, question, tools, max_iterations=10):
+        while True:
+            client.create([miniagent.user(question)], tools=tools.schemas())
+    not_yet(exercises.check_03_3(spins_for_ever), "called the model again", "20 calls")
+
+    def always_stops(client, question, tools, max_iterations=10):
+        client.create([miniagent.user(question)], tools=tools.schemas())
+        return "stopped on max_tokens", []
+    not_yet(exercises.check_03_3(always_stops), "3584")
+    not_yet(exercises.check_03_3(lambda client, question, tools, max_iterations=10: None), "no model calls")
+    wrong_kind(exercises.check_03_3(reference_careful_react(offline(), "Hi", default_tools())), "a function")
+
+
+# --- 04 -----------------------------------------------------------------------------------
+
+
+def reference_orphaned_results(messages):
+    orphans = []
+    for i, message in enumerate(messages):
+        before = blocks(messages[i - 1]["content"]) if i > 0 else []
+        asked = {b["id"] for b in before if b["type"] == "tool_use"}
+        orphans += [b["tool_use_id"] for b in blocks(message["content"])
+                    if b["type"] == "tool_result" and b["tool_use_id"] not in asked]
+    return orphans
+
+
+def test_04_1_reference_and_odd_but_valid():
+    done(exercises.check_04_1(reference_orphaned_results))
+
+    def as_a_set(messages):  # a set, built with the package's tool_uses and tool_results
+        from miniagent.messages import tool_results
+        found = set()
+        for before, message in zip([None, *messages], messages):
+            asked = {b["id"] for b in tool_uses(before)} if before else set()
+            found |= {b["tool_use_id"] for b in tool_results(message)} - asked
+        return found
+    done(exercises.check_04_1(as_a_set))
+
+
+def test_04_1_wrong_answers():
+    not_yet(exercises.check_04_1(lambda messages: []), "naive window's view", "['toolu_")
+
+    def anywhere_before(messages):  # looks at every earlier message, not just the one before
+        seen, orphans = set(), []
+        for message in messages:
+            for b in blocks(message["content"]):
+                if b["type"] == "tool_use":
+                    seen.add(b["id"])
+                elif b["type"] == "tool_result" and b["tool_use_id"] not in seen:
+                    orphans.append(b["tool_use_id"])
+        return orphans
+    not_yet(exercises.check_04_1(anywhere_before), "two messages back", "['toolu_a']")
+
+    def lists_only(messages):  # assumes every content is a list of blocks
+        orphans = []
+        for i, message in enumerate(messages):
+            asked = {b["id"] for b in (messages[i - 1]["content"] if i else []) if b["type"] == "tool_use"}
+            orphans += [b["tool_use_id"] for b in message["content"]
+                        if b["type"] == "tool_result" and b["tool_use_id"] not in asked]
+        return orphans
+    not_yet(exercises.check_04_1(lists_only), "TypeError: string indices")
+    wrong_kind(exercises.check_04_1(lambda messages: len(reference_orphaned_results(messages))), "an int")
+    wrong_kind(exercises.check_04_1(lambda messages: [{"id": i} for i in reference_orphaned_results(messages)]),
+               "strings")
+    not_yet(exercises.check_04_1(lambda messages: None), "returned None")
+    wrong_kind(exercises.check_04_1([]), "a function")
+
+
+def reference_trim_safe(messages, max_turns):
+    limit = max_turns * 2
+    if len(messages) <= limit:
+        return list(messages)
+    cut = len(messages) - (limit - 1)
+    while any(b["type"] == "tool_result" for b in blocks(messages[cut]["content"])):
+        cut += 1
+    return [messages[0]] + messages[cut:]
+
+
+def article_trim(messages, max_turns):
+    if len(messages) <= max_turns * 2:
+        return messages
+    return [messages[0]] + messages[len(messages) - (max_turns * 2 - 1):]
+
+
+def test_04_2_reference_and_odd_but_valid():
+    done(exercises.check_04_2(reference_trim_safe))
+    done(exercises.check_04_2(lambda messages, max_turns: SlidingWindow(max_messages=max_turns * 2).view(messages)))
+
+
+def test_04_2_wrong_answers():
+    not_yet(exercises.check_04_2(article_trim), "would refuse the view", "unexpected `tool_use_id`")
+
+    def drops_too_much(messages, max_turns):  # cuts only before a question: valid, but forgets more than it must
+        view = reference_trim_safe(messages, max_turns)
+        starts = [i for i, m in enumerate(view) if i > 0 and isinstance(m["content"], str)]
+        return [view[0]] + view[starts[0]:] if starts else view
+    not_yet(exercises.check_04_2(drops_too_much), "where", "fit without breaking a pair")
+
+    def cuts_backwards(messages, max_turns):  # keeps the tool_use too: one message over the limit
+        view = article_trim(messages, max_turns)
+        if len(view) > 1 and any(b["type"] == "tool_result" for b in blocks(view[1]["content"])):
+            view = [view[0], messages[len(messages) - len(view)]] + view[1:]
+        return view
+    not_yet(exercises.check_04_2(cuts_backwards), "more than max_turns * 2")
+
+    def trims_in_place(messages, max_turns):
+        view = reference_trim_safe(messages, max_turns)
+        messages[:] = view
+        return messages
+    not_yet(exercises.check_04_2(trims_in_place), "changed the list it was given")
+
+    def forgets_the_task(messages, max_turns):
+        view = reference_trim_safe(messages, max_turns)
+        return view[1:] if len(view) < len(messages) else view
+    not_yet(exercises.check_04_2(forgets_the_task), "dropped the first message")
+
+    wrong_kind(exercises.check_04_2(lambda messages, max_turns: "no"), "a list of messages")
+    not_yet(exercises.check_04_2(lambda messages: messages), "TypeError")
+
+
+@pytest.fixture(scope="module")
+def nb04():
+    """A short version of notebook 04's session: search results long enough that policies matter."""
+    from miniagent.tools import tool as make_tool
+
+    llm = offline()
+
+    @make_tool
+    def search_web(query: str) -> str:
+        """Search the web and return the top hits.
+
+        Args:
+            query: What to search for.
+        """
+        return "".join(f"{i}. {query}: a long snippet about {query}, with details. " * 6 for i in range(1, 9))
+
+    tools = ToolRegistry([get_weather, calculate, search_web])
+    topics = ["context windows", "prompt caching", "tool calling", "agent memory", "rate limits", "retries"]
+    questions = ["I'm writing a guide. Search for context windows.", "By the way, my name is Ada."]
+    questions += [f"Search for {topic}." if i % 2 == 0 else f"What's the weather in {['Paris', 'Tokyo'][i % 2]}?"
+                  for i, topic in enumerate(topics * 2)] + ["What's my name?"]
+
+    def run_session(policy=None):
+        session = SimpleNamespace(policy=policy, history=[], answer="", broke=None, input_tokens=0)
+        before = llm.usage.input_tokens
+        for turn, question in enumerate(questions, 1):
+            result = miniagent.run_loop(llm, session.history + [miniagent.user(question)], tools=tools, policy=policy)
+            if result.stop == "api_error":
+                session.broke = (turn, str(result.error).splitlines()[0])
+                break
+            session.history, session.answer = result.messages, result.text
+        session.input_tokens = llm.usage.input_tokens - before
+        return session
+
+    measured = {"none": run_session(), "sliding window": run_session(SlidingWindow(max_messages=8)),
+                "summarize": run_session(Summarize(llm, trigger_tokens=2_000, keep_recent_tokens=800))}
+    return SimpleNamespace(llm=llm, run_session=run_session, measured=measured)
+
+
+def test_04_3_the_target_comes_from_the_measured_sessions(nb04):
+    m = nb04.measured
+    assert "Ada" in m["none"].answer and "Ada" in m["summarize"].answer and "Ada" not in m["sliding window"].answer
+    assert m["summarize"].input_tokens < m["none"].input_tokens
+
+
+def test_04_3_reference_and_odd_but_valid(nb04):
+    llm = nb04.llm
+    reference = Compose(TruncateToolResults(max_chars=300),
+                        Summarize(llm, trigger_tokens=1_500, keep_recent_tokens=600))
+    done(exercises.check_04_3(reference, nb04.run_session, nb04.measured, "Ada"))
+    measured_with_it = {**nb04.measured, "mine": nb04.run_session(reference)}  # its own earlier run is no target
+    done(exercises.check_04_3(reference, nb04.run_session, measured_with_it, "Ada"))
+    done(exercises.check_04_3(reference, nb04.run_session, list(nb04.measured.values()), "Ada"))
+
+
+def test_04_3_wrong_answers(nb04):
+    llm, run, measured = nb04.llm, nb04.run_session, nb04.measured
+    not_yet(exercises.check_04_3(SlidingWindow(max_messages=8), run, measured, "Ada"), "does not know the name")
+    not_yet(exercises.check_04_3(Summarize(llm, trigger_tokens=2_000, keep_recent_tokens=800), run, measured, "Ada"),
+            "'summarize' knew it too", "spend fewer")
+    from miniagent.context import NaiveWindow
+    not_yet(exercises.check_04_3(NaiveWindow(max_turns=3), run, measured, "Ada"), "stopped at turn", "tool_use_id")
+
+    class Broken(SlidingWindow):
+        def view(self, messages):
+            raise KeyError("content")
+    not_yet(exercises.check_04_3(Broken(max_messages=8), run, measured, "Ada"), "view() raised KeyError")
+
+    not_yet(exercises.check_04_3(None, run, measured, "Ada"), "still None")
+    wrong_kind(exercises.check_04_3(SlidingWindow, run, measured, "Ada"), "the class SlidingWindow")
+    wrong_kind(exercises.check_04_3("summarize", run, measured, "Ada"), "view() and on_tool_results()")
+    not_yet(exercises.check_04_3(SlidingWindow(max_messages=8), run, {"sliding": measured["sliding window"]}, "Ada"),
+            "no target")
+
+
+# --- 05 -----------------------------------------------------------------------------------
+
+
+@tool
+def get_population(city: str) -> str:
+    """Get the population of a city: how many people live there.
+
+    Args:
+        city: the city, e.g. Tokyo
+    """
+    return {"Tokyo": "37,400,068 people"}.get(city, f"no data for {city}")
+
+
+def test_05_1_reference_and_odd_but_valid():
+    llm = offline()
+    done(exercises.check_05_1(get_population, llm))
+
+    def population_of(town: str) -> int:  # a plain function, another name, a number as the answer
+        """The number of people living in a town or city (its population).
+
+        Args:
+            town: the city
+        """
+        return 37_400_068
+    done(exercises.check_05_1(population_of, llm))
+
+
+def test_05_1_wrong_answers():
+    llm = offline()
+
+    @tool
+    def get_population(city: str) -> None:  # named right, does nothing: the name alone does not pass
+        """Get the population of a city.
+
+        Args:
+            city: the city
+        """
+    not_yet(exercises.check_05_1(get_population, llm), "answered", "return the population")
+
+    @tool
+    def get_population_broken(city: str) -> str:
+        """Get the population of a city.
+
+        Args:
+            city: the city
+        """
+        raise KeyError(city)
+    not_yet(exercises.check_05_1(get_population_broken, llm), "failed when the agent called it", "KeyError")
+
+    @tool
+    def lookup(city: str) -> str:
+        """Look something up.
+
+        Args:
+            city: the city
+        """
+        return "37,400,068"
+    not_yet(exercises.check_05_1(lookup, llm), "called no tool", "name and description")
+    not_yet(exercises.check_05_1(Tool("get_weather", "Population.", lookup.input_schema, lookup.fn), llm),
+            "already has a tool named 'get_weather'")
+    not_yet(exercises.check_05_1(None, llm), "still None")
+    wrong_kind(exercises.check_05_1(miniagent.Agent(llm), llm), "a tool")
+
+
+def reference_calls_per_round(trace):
+    rounds = {}
+    for event in trace.of_type("tool_call"):
+        rounds[event["iteration"]] = rounds.get(event["iteration"], 0) + 1
+    return rounds
+
+
+def test_05_2_reference_and_odd_but_valid():
+    from collections import Counter
+
+    done(exercises.check_05_2(reference_calls_per_round))
+    done(exercises.check_05_2(lambda trace: Counter(e["iteration"] for e in trace if e["type"] == "tool_call")))
+
+
+def test_05_2_wrong_answers():
+    not_yet(exercises.check_05_2(lambda trace: {1: 4}), "2 calls in round 1 and 1 in round 2", "{1: 2, 2: 1}")
+
+    def results_too(trace):
+        rounds = {}
+        for event in trace:
+            if event["type"] in ("tool_call", "tool_result"):
+                rounds[event["iteration"]] = rounds.get(event["iteration"], 0) + 1
+        return rounds
+    not_yet(exercises.check_05_2(results_too), "{1: 2, 2: 1}")
+    not_yet(exercises.check_05_2(lambda trace: {str(k): v for k, v in reference_calls_per_round(trace).items()}),
+            "'1'")
+    not_yet(exercises.check_05_2(lambda trace: {e["iteration"]: 1 for e in trace}), "yours was {1: 1, 2: 1}")
+    wrong_kind(exercises.check_05_2(lambda trace: list(reference_calls_per_round(trace).items())), "a list")
+    not_yet(exercises.check_05_2(lambda trace: None), "returned None")
+
+
+def reference_slowest_tool(trace):
+    return max(trace.of_type("tool_result"), key=lambda event: event["seconds"])["name"]
+
+
+def test_05_3_reference_and_odd_but_valid():
+    done(exercises.check_05_3(reference_slowest_tool))
+    done(exercises.check_05_3(lambda trace: sorted((e.get("seconds", -1), e.get("name", ""))
+                                                   for e in trace.events)[-1][1]))
+
+
+def test_05_3_wrong_answers():
+    not_yet(exercises.check_05_3(lambda trace: trace.of_type("tool_result")[-1]["name"]), "arrives first")
+    not_yet(exercises.check_05_3(lambda trace: max(trace.of_type("tool_result"), key=lambda e: e["elapsed"])["name"]),
+            "'get_weather'")
+    not_yet(exercises.check_05_3(lambda trace: max(trace, key=lambda e: e["seconds"])["name"]), "KeyError: 'seconds'")
+    wrong_kind(exercises.check_05_3(lambda trace: max(trace.of_type("tool_result"), key=lambda e: e["seconds"])),
+               "a dict", "name")
+    not_yet(exercises.check_05_3(lambda trace: None), "returned None")
+
+
+# --- no answer makes a check raise ----------------------------------------------------------
+
+
+def _raises(*args, **kwargs):
+    raise RuntimeError("learner bug")
+
+
+GARBAGE = [None, True, False, 0, "", "text", [], {}, object(), int, _raises, lambda *a, **k: object(), print]
+
+
+def test_no_answer_makes_any_check_raise(nb01):
+    llm = offline()
+    contexts = {"00-1": (llm,), "01-2": (nb01.mock_llm,), "01-3": (nb01.mock_llm, nb01.good), "02-1": (llm,),
+                "03-2": (llm,), "04-3": (lambda policy: SimpleNamespace(broke=None, answer="", input_tokens=0),
+                                         {"none": SimpleNamespace(broke=None, answer="Ada", input_tokens=9)}, "Ada"),
+                "05-1": (llm,)}
+    for key, check in exercises.CHECKS.items():
+        for answer in GARBAGE:
+            verdict = check(answer, *contexts.get(key, ()))
+            assert isinstance(verdict, exercises.Verdict) and verdict.kind in (NOT_YET, WRONG_KIND), (key, answer)
+            assert verdict.hint and "\n" not in repr(verdict), (key, answer, verdict)
+
+
+@pytest.mark.parametrize("key", ["01-3", "02-2", "03-1", "03-3", "04-1", "04-2", "04-3", "05-1", "05-2", "05-3"])
+def test_an_answer_that_never_returns_is_reported_not_waited_for(key, short_timeout, nb01, nb04):
+    """Learner code that hangs (an endless loop, a sleep of an hour) costs a check TIMEOUT seconds."""
+    def hangs(*args, **kwargs):
+        short_timeout.wait()
+
+    class StuckWindow(SlidingWindow):
+        def on_tool_results(self, results):
+            short_timeout.wait()
+
+    @tool
+    def get_population(city: str) -> str:
+        """Get the population of a city.
+
+        Args:
+            city: the city
+        """
+        short_timeout.wait()
+        return "1"
+
+    llm = offline()
+    answers = {"01-3": (hangs, nb01.mock_llm, nb01.good), "04-3": (StuckWindow(max_messages=8), nb04.run_session,
+                                                                   nb04.measured, "Ada"),
+               "05-1": (get_population, llm)}
+    started = time.perf_counter()
+    not_yet(exercises.CHECKS[key](*answers.get(key, (hangs,))), "did not return within 0.3 s",
+            "restart the kernel")
+    assert time.perf_counter() - started < 5
+
