@@ -4,7 +4,11 @@ The notebooks in notebooks/ build each piece inline; this package is where the
 consolidated versions live:
 
     messages.py       message dicts and the rules the API checks
-    client.py         one LLM call over httpx: errors, retries, usage; connect()
+    client.py         one LLM call over httpx: retries, usage, bounds, streaming; connect()
+    errors.py         what a failed call means, and whether to retry it
+    wire.py           the border checks: request bytes, response shape, bounded records
+    deadline.py       a time bound on a whole HTTP attempt, not just between two bytes
+    streaming.py      server-sent events parsed by hand, and the message they add up to
     tools.py          a tool = JSON Schema + a function; the registry
     builtin_tools.py  weather, clock, a safe calculator
     loop.py           the ReAct loop with its budgets
@@ -30,6 +34,9 @@ _EXPORTS = {
     "OverloadedError": "client", "InternalServerError": "client", "APIConnectionError": "client",
     "APITimeoutError": "client", "MissingAPIKeyError": "client", "DEFAULT_MODEL": "client",
     "APIKeyError": "client", "InvalidAPIKeyError": "client", "MalformedResponseError": "client",
+    "StreamError": "client", "MessageStream": "client",
+    # streaming
+    "SSEParser": "streaming", "ServerSentEvent": "streaming", "MessageAccumulator": "streaming",
     # messages
     "user": "messages", "assistant": "messages", "tool_result": "messages", "text_of": "messages",
     "tool_uses": "messages", "tool_results": "messages", "conversation_error": "messages",

@@ -9,6 +9,13 @@ the time left before the attempt's deadline, whatever httpx asked for.
 so each thread and each task has its own); `deadline_transport()` is an httpx
 transport whose sockets obey it. Outside a `within` block the sockets behave exactly
 as httpx's own.
+
+`until(when)` is the same with a fixed end (a `time.monotonic()` value), for a deadline
+that spans many blocks: a stream has one deadline for all of it, but is read a chunk at a
+time between events that the caller handles. Enter `until` around each read, never
+around a `yield`: a generator that sets a context variable and then yields leaves it set
+in the caller's code until the generator resumes, so the caller's own requests would
+inherit the stream's deadline.
 """
 
 from __future__ import annotations
@@ -25,13 +32,21 @@ _DEADLINE: contextvars.ContextVar[float | None] = contextvars.ContextVar("miniag
 
 
 @contextlib.contextmanager
-def within(seconds: float) -> Iterator[None]:
-    """Every socket operation of a `deadline_transport` in this block ends by `seconds` from now."""
-    token = _DEADLINE.set(time.monotonic() + seconds)
+def until(when: float) -> Iterator[None]:
+    """Every socket operation of a `deadline_transport` in this block ends by `when` (a
+    `time.monotonic()` value), or by an earlier deadline already in force: an inner block
+    can shorten the time left, never lengthen it."""
+    outer = _DEADLINE.get()
+    token = _DEADLINE.set(when if outer is None else min(when, outer))
     try:
         yield
     finally:
         _DEADLINE.reset(token)
+
+
+def within(seconds: float) -> contextlib.AbstractContextManager[None]:
+    """Every socket operation of a `deadline_transport` in this block ends by `seconds` from now."""
+    return until(time.monotonic() + seconds)
 
 
 def remaining() -> float | None:

@@ -127,13 +127,14 @@ def message_problem(data: Any) -> str | None:
     if not isinstance(content, list):
         return f"'content' should be a list of blocks, got {_kind(content)}"
     for i, block in enumerate(content):
-        problem = _block_problem(block)
+        problem = block_problem(block)
         if problem:
             return f"content.{i}: {problem}"
     return usage_problem(data.get("usage"))
 
 
-def _block_problem(block: Any) -> str | None:
+def block_problem(block: Any) -> str | None:
+    """What makes `block` not a content block the loop can read (text, tool_use), or None."""
     if not isinstance(block, dict) or not isinstance(block.get("type"), str):
         return f"a block should be an object with a string 'type', got {_short(block)}"
     needs = {"text": {"text": str}, "tool_use": {"id": str, "name": str, "input": dict}}.get(block["type"], {})
