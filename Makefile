@@ -10,7 +10,7 @@ NB     ?= [0-9]
 export MPLBACKEND ?= Agg
 
 .DEFAULT_GOAL := help
-.PHONY: help setup lab test test-unit test-props test-notebooks test-ui test-live notebooks demo bench lint clean
+.PHONY: help setup lab test test-unit test-props test-clients test-notebooks test-ui test-live notebooks demo bench lint clean
 
 help:  ## list the targets
 	@echo "miniagent: build an LLM agent from scratch (offline by default)"
@@ -40,14 +40,19 @@ lab: $(STAMP)  ## open JupyterLab at the notebooks (offline unless ANTHROPIC_API
 
 NBVAL := --nbval --nbval-current-env --nbval-sanitize-with tests/nbval-sanitize.cfg
 
+# The everyday run leaves out what has its own target below (official SDK clients; the
+# mock's fuzz test, which test-props runs with the 1,000-example property tests).
 test: $(STAMP)  ## unit tests + every notebook compared against its saved outputs (offline)
-	MINIAGENT_OFFLINE=1 $(PY) -m pytest -n 2 --dist loadscope tests notebooks $(NBVAL) -p no:cacheprovider
+	MINIAGENT_OFFLINE=1 $(PY) -m pytest -n 2 --dist loadscope tests notebooks $(NBVAL) -p no:cacheprovider -m "not sdk and not fuzz"
 
-test-unit: $(STAMP)  ## unit tests only
-	MINIAGENT_OFFLINE=1 $(PY) -m pytest -n 2 tests
+test-unit: $(STAMP)  ## unit tests only (as make test runs them, without the notebooks)
+	MINIAGENT_OFFLINE=1 $(PY) -m pytest -n 2 tests -p no:cacheprovider -m "not sdk and not fuzz"
 
-test-props: $(STAMP)  ## the property tests at 1,000 examples each (make test runs 100; CI runs both)
-	MINIAGENT_OFFLINE=1 $(PY) -m pytest -n 2 tests/test_context_properties.py tests/test_context_properties_summary.py --hypothesis-profile=thorough -p no:cacheprovider
+test-props: $(STAMP)  ## every property test at 1,000 examples (make test runs 100 each), and the mock's fuzz test
+	MINIAGENT_OFFLINE=1 $(PY) -m pytest -n 2 tests -m "hypothesis or fuzz" --hypothesis-profile=thorough -p no:cacheprovider
+
+test-clients: $(STAMP)  ## the official anthropic SDK against the mock server, streamed and not (CI runs it)
+	MINIAGENT_OFFLINE=1 $(PY) -m pytest -n 2 tests -m sdk -p no:cacheprovider
 
 test-notebooks: $(STAMP)  ## notebooks only, compared against their saved outputs (nbval, strict)
 	MINIAGENT_OFFLINE=1 $(PY) -m pytest -n 2 --dist loadscope notebooks $(NBVAL) -p no:cacheprovider

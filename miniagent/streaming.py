@@ -47,7 +47,9 @@ def encode_event(event: dict[str, Any]) -> bytes:
     a raw newline), so one `data:` line carries it.
     """
     data = json.dumps(event, ensure_ascii=False, separators=(",", ":"))
-    return f"event: {event['type']}\ndata: {data}\n\n".encode("utf-8")
+    # A lone surrogate ("\ud800", echoed from a request) has no UTF-8 form; backslashreplace
+    # writes it as the JSON escape it came in as, so the line is still valid JSON.
+    return f"event: {event['type']}\ndata: {data}\n\n".encode("utf-8", "backslashreplace")
 
 
 # --- 2. parsing: bytes -> events (text/event-stream) ---------------------------------------

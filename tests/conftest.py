@@ -1,7 +1,9 @@
 """Shared test settings.
 
-Property tests run 100 examples each in the everyday `make test`, and 1,000 each in
-`make test-props` (which CI runs): `--hypothesis-profile=thorough` selects the profile.
+Property tests (hypothesis) run 100 examples each in the everyday `make test`, and
+1,000 each in `make test-props`, which CI runs: `--hypothesis-profile=thorough` selects
+that profile, and `-m hypothesis` picks every property test (hypothesis marks them).
+No test sets its own `max_examples`, so the profile decides for all of them.
 """
 
 from hypothesis import settings

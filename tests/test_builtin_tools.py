@@ -302,7 +302,7 @@ def test_attack_payloads_do_nothing(tripwire):
 
 # "1if" and the like make the parser warn (SyntaxWarning) before it fails; noise, not a finding.
 @pytest.mark.filterwarnings("ignore::SyntaxWarning")
-@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(st.one_of(st.text(max_size=80), st.lists(st.sampled_from(TOKENS), max_size=30).map("".join)))
 def test_fuzz_only_calculator_errors_escape(tripwire, expression):
     calls, target = tripwire

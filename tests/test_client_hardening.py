@@ -183,7 +183,7 @@ JSON = st.recursive(st.none() | st.booleans() | st.integers() | st.floats(allow_
                     max_leaves=12)
 
 
-@settings(max_examples=300, deadline=None)
+@settings(deadline=None)
 @given(key=st.sampled_from(sorted(OK)), value=JSON,
        block_key=st.sampled_from(["type", "text", "id", "name", "input"]), block_value=JSON)
 def test_any_corruption_of_a_response_is_a_message_or_a_typed_error(key, value, block_key, block_value):
@@ -229,7 +229,7 @@ def test_retry_after_in_any_form_never_crashes(headers, expected):
     assert retry_after_seconds(httpx.Headers(headers)) == expected
 
 
-@settings(max_examples=300, deadline=None)
+@settings(deadline=None)
 @given(value=st.text(alphabet=st.characters(min_codepoint=32, max_codepoint=255), max_size=40),
        name=st.sampled_from(["retry-after", "retry-after-ms"]))
 def test_retry_after_is_none_or_a_bounded_wait(value, name):

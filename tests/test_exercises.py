@@ -66,7 +66,7 @@ def no_thread_outlives_its_test():
 def short_timeout(monkeypatch):
     """Checks give up on a hanging answer after TIMEOUT; a test need not wait 10 s for that.
     The 'hanging' functions wait on `release`, set at teardown, so their threads end."""
-    monkeypatch.setattr(exercises, "TIMEOUT", 0.3)
+    monkeypatch.setattr(exercises, "TIMEOUT", 0.1)
     release = threading.Event()
     yield release
     release.set()
@@ -289,7 +289,7 @@ def test_01_3_a_function_that_really_sleeps_an_hour_is_called_hanging(nb01, shor
         r = nb01.mock_http.post(nb01.mock_url, headers=nb01.headers, json=payload)
         short_timeout.wait(float(r.headers.get("retry-after", 0)))
         return r, 1
-    not_yet(exercises.check_01_3(sleeps_for_real, nb01.mock_llm, nb01.good), "did not return within 0.3 s")
+    not_yet(exercises.check_01_3(sleeps_for_real, nb01.mock_llm, nb01.good), "did not return within 0.1 s")
 
 
 # --- 02 -----------------------------------------------------------------------------------
@@ -980,7 +980,7 @@ def test_an_answer_that_never_returns_is_reported_not_waited_for(key, short_time
                                                                    nb04.measured, "Ada"),
                "05-1": (get_population, llm)}
     started = time.perf_counter()
-    not_yet(exercises.CHECKS[key](*answers.get(key, (hangs,))), "did not return within 0.3 s",
+    not_yet(exercises.CHECKS[key](*answers.get(key, (hangs,))), "did not return within 0.1 s",
             "restart the kernel")
     assert time.perf_counter() - started < 5
 

@@ -235,7 +235,7 @@ _responses = st.fixed_dictionaries({
 })
 
 
-@settings(max_examples=120, deadline=None)
+@settings(deadline=None)
 @given(response=_responses, then=_responses, parallel=st.booleans())
 def test_after_any_response_the_next_request_is_valid(response, then, parallel):
     llm = connect(offline=True, quiet=True)

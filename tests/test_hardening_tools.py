@@ -147,7 +147,7 @@ _values = st.recursive(_leaves, lambda inner: st.one_of(
     max_leaves=12)
 
 
-@settings(max_examples=150, deadline=None)
+@settings(deadline=None)
 @given(value=_values, raises=st.booleans())
 def test_any_returned_or_raised_value_becomes_sendable_text(value, raises):
     def fn():

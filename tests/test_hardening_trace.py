@@ -116,7 +116,7 @@ _events = st.fixed_dictionaries(
               "is_error": _json, "seconds": _json, "name": _json})
 
 
-@settings(max_examples=200, deadline=None)
+@settings(deadline=None)
 @given(events=st.lists(_events | _json, max_size=5))
 def test_any_file_loads_into_a_usable_trace_or_is_rejected(tmp_path_factory, events):
     path = tmp_path_factory.mktemp("traces") / "t.jsonl"
@@ -130,7 +130,7 @@ def test_any_file_loads_into_a_usable_trace_or_is_rejected(tmp_path_factory, eve
     usable(trace)
 
 
-@settings(max_examples=100, deadline=None)
+@settings(deadline=None)
 @given(events=st.lists(_events, max_size=5))
 def test_what_to_jsonl_writes_from_jsonl_reads_back(tmp_path_factory, events):
     trace = Trace()

@@ -150,9 +150,14 @@ def test_validation_errors_come_back_with_no_retry(client):
     assert r.headers["x-should-retry"] == "false"
 
 
-def test_stream_requests_are_refused_for_now(client):
-    status, _, message = error_of(post(client, {**BODY, "stream": True}))
-    assert status == 400 and "streaming is not supported" in message
+def test_stream_requests_are_answered_with_events(client):
+    """The details are in test_mock_stream.py; here, that a streamed answer is the same message."""
+    r = post(client, {**BODY, "stream": True})
+    assert r.status_code == 200 and r.headers["content-type"] == "text/event-stream; charset=utf-8"
+    assert r.text.startswith("event: message_start\ndata: ") and r.text.endswith(
+        'event: message_stop\ndata: {"type":"message_stop"}\n\n')
+    events = [json.loads(line[6:]) for line in r.text.splitlines() if line.startswith("data: ")]
+    assert "".join(e["delta"]["text"] for e in events if e["type"] == "content_block_delta") == "1 message(s) seen."
 
 
 def test_strict_alternation_switch():

@@ -471,7 +471,9 @@ def test_same_body_same_answer_and_body_untouched(request_body):
 @pytest.mark.parametrize("request_body", CASES)
 def test_every_response_is_a_valid_next_turn(request_body):
     response = respond(request_body)
-    assert set(response) == {"content", "stop_reason", "stop_sequence"}
+    assert set(response) - {"cut_json"} == {"content", "stop_reason", "stop_sequence"}
+    if "cut_json" in response:  # a tool call cut by max_tokens: the last block, with an empty input
+        assert response["stop_reason"] == "max_tokens" and response["content"][-1]["input"] == {}
     assert response["stop_reason"] in ("end_turn", "tool_use", "max_tokens", "stop_sequence")
     assert (response["stop_reason"] == "tool_use") == (bool(tool_uses(response)) and response["stop_reason"] != "max_tokens")
     messages = request_body["messages"] + [with_ids(response)]
@@ -553,7 +555,7 @@ WORDS = st.sampled_from(["weather", "北京", "Paris", "time", "几点", "(1 + 2
                          "search", '"quoted"', "tool 1", "", " "])
 
 
-@settings(max_examples=150, deadline=None)
+@settings(deadline=None)
 @given(st.lists(WORDS, min_size=1, max_size=8), st.integers(min_value=1, max_value=80),
        st.lists(st.sampled_from(["mock", "。", "\n", "e"]), max_size=2),
        st.sampled_from([None, {"type": "auto"}, {"type": "any"}, {"type": "none"},

@@ -25,6 +25,8 @@ from miniagent.mock import MockAPI, serve_in_thread
 from test_mock_hardening import BODY, BUG_MARKERS, Answer, read_answer, request_bytes, talk
 
 SEED = 20_260_808
+pytestmark = pytest.mark.fuzz  # run by make test-props (CI), not by the everyday make test
+
 BATCH = 500
 MAX_RECORDS, MAX_RECORD_BYTES = 200, 1_000_000
 
@@ -33,6 +35,7 @@ COUNT = json.dumps({"model": "m", "messages": BODY["messages"]}).encode()
 TOOLS = json.dumps({**BODY, "tools": [{"name": "get_weather", "description": "Weather in a city",
                                        "input_schema": {"type": "object", "properties": {"city": {"type": "string"}}}}],
                     "messages": [{"role": "user", "content": "Weather in Paris and Tokyo?"}]}).encode()
+STREAMED = TOOLS[:-1] + b', "stream": true}'  # answered with a chunked stream of events
 CONTROL_BODIES = [b'{"status": 429}', b'{"status": 529, "times": 3}', b'[{"content": "scripted"}]', b'{"delay": 1e999}',
                   b'{"status": 429, "times": 1000000000000}', b'{"responses": 5}', b'null', b"[" * 3_000]
 # Mostly plausible, so that most requests reach the API's own gates, validation and the brain.
@@ -42,7 +45,8 @@ PATHS = ["/v1/messages"] * 20 + ["/v1/messages/count_tokens"] * 6 + [
     "//v1/messages", "/%00", "/v1/messages/../../etc/passwd", "*", "http://mock/v1/messages"]
 METHODS = ["POST"] * 20 + ["GET", "DELETE", "PUT", "PATCH", "OPTIONS", "HEAD", "BREW", "post", "G\x00T"]
 VERSIONS = ["HTTP/1.1"] * 30 + ["HTTP/1.0", "HTTP/2.0", "HTTP/1.1 extra", "http/1.1", "HTTP/1.x", "HTTP/01.1", ""]
-FAULTS = ["429", "529", "500", "503", "429 retry-after=0.01", "slow=0.001", "slow=1e308", "slow=nan", "sometimes"]
+FAULTS = ["429", "529", "500", "503", "429 retry-after=0.01", "slow=0.001", "slow=1e308", "slow=nan", "sometimes",
+          "cut=3", "cut=60", "error-after=2", "cut=x"]
 
 
 def junk(rng: random.Random, size: int) -> bytes:
@@ -52,7 +56,7 @@ def junk(rng: random.Random, size: int) -> bytes:
 def body_for(rng: random.Random, path: str) -> bytes:
     kind = rng.randrange(15)
     if kind < 3 or kind > 9:
-        return COUNT if path.endswith("count_tokens") else rng.choice([VALID, TOOLS])
+        return COUNT if path.endswith("count_tokens") else rng.choice([VALID, TOOLS, STREAMED])
     if kind == 3:
         return rng.choice(CONTROL_BODIES)
     if kind == 4:
@@ -160,6 +164,12 @@ def check(answer: Answer | None, data: bytes) -> None:
     if answer is None:
         assert not data.strip(), f"no answer to {data[:300]!r}"
         return
+    if not answer.whole:  # cut short, as the request's x-mock-fault asked
+        return
+    if answer.headers.get("transfer-encoding") == "chunked":  # a stream: the API's events, to the end
+        assert answer.status == 200 and answer.body.startswith(b"event: message_start\n"), answer
+        assert answer.body.endswith((b'data: {"type":"message_stop"}\n\n', b'"message":"Overloaded"}}\n\n'))
+        return
     if answer.status >= 400 and not head:
         message = answer.error()[2]
         assert "Internal error in the mock" not in message and "the mock failed to answer" not in message
@@ -176,7 +186,7 @@ def send(port: int, data: bytes, abandon: bool) -> None:
             sock.shutdown(socket.SHUT_WR)
         except OSError:  # the server answered and closed before taking everything (e.g. a 413)
             pass
-        check(read_answer(sock, head=is_head(data)), data)
+        check(read_answer(sock, head=is_head(data), cut_ok=b"x-mock-fault: cut=" in data), data)
 
 
 def still_serves(port: int) -> None:
@@ -256,7 +266,7 @@ def test_requests_that_stall_midway_get_their_answer_in_time():
             sock.sendall(data)
             sent.append((sock, data))
         for sock, data in sent:
-            check(read_answer(sock, head=is_head(data)), data)
+            check(read_answer(sock, head=is_head(data), cut_ok=b"x-mock-fault: cut=" in data), data)
     finally:
         for sock, _ in sent:
             sock.close()

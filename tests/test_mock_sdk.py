@@ -2,7 +2,8 @@
 
 If the SDK can talk to the mock, the mock speaks the real wire format: auth
 headers, versions, response shape, error bodies and the headers that drive the
-SDK's retries.
+SDK's retries; and streams, whose events the SDK assembles into the very message
+the mock answers without streaming.
 """
 
 from __future__ import annotations
@@ -163,3 +164,89 @@ def test_the_server_logs_one_line_per_request_and_no_key(server, base_url):
     log = log_path.read_text()
     assert "POST /v1/messages 200" in log.splitlines()
     assert KEY not in log
+
+
+# --- streaming (issue #10) -----------------------------------------------------------------------------
+
+from miniagent.builtin_tools import default_tools  # noqa: E402
+from test_mock_stream import accumulate  # noqa: E402  (the tests' own accumulator, independent of the SDK's)
+
+DEMO = "现在几点了？顺便帮我算一下 (1024 + 768) * 2，再告诉我北京和上海的天气。"
+SCRIPTED = {"content": [{"type": "text", "text": "Checking the weather in two cities."},
+                        {"type": "tool_use", "name": "get_weather", "input": {"city": "Paris"}},
+                        {"type": "tool_use", "name": "get_weather", "input": {"city": "北京"}}]}
+CASES = {
+    "plain_text": (dict(messages=HELLO), None),
+    "parallel_tools": (dict(messages=[{"role": "user", "content": DEMO}], tools=default_tools().schemas()), None),
+    "scripted": (dict(messages=[{"role": "user", "content": "Weather?"}], tools=[WEATHER]), SCRIPTED),
+}
+
+
+def comparable(message) -> dict:
+    """A message as a dict; the stream helper sets `stop_details` to None where a plain answer has none."""
+    data = message.to_dict()
+    if data.get("stop_details", "absent") is None:
+        del data["stop_details"]
+    return data
+
+
+def plain_then_streamed(base_url, case):
+    """The plain answer to a request, on a freshly reset mock; then reset again (same ids next time)."""
+    kwargs, script = CASES[case]
+    if script:
+        httpx.post(f"{base_url}/_mock/script", json=[script], headers=CONTROL).raise_for_status()
+    plain = sdk(base_url).messages.create(model=MODEL, max_tokens=600, **kwargs)
+    httpx.post(f"{base_url}/_mock/reset", headers=CONTROL).raise_for_status()
+    if script:
+        httpx.post(f"{base_url}/_mock/script", json=[script], headers=CONTROL).raise_for_status()
+    return plain, kwargs
+
+
+@pytest.mark.parametrize("case", list(CASES))
+def test_the_stream_helper_gives_the_plain_message(base_url, case):
+    plain, kwargs = plain_then_streamed(base_url, case)
+    with sdk(base_url).messages.stream(model=MODEL, max_tokens=600, **kwargs) as stream:
+        texts = list(stream.text_stream)
+        final = stream.get_final_message()
+    assert comparable(final) == comparable(plain)
+    assert "".join(texts) == "".join(b.text for b in plain.content if b.type == "text")
+    if case != "plain_text":
+        assert sum(b.type == "tool_use" for b in final.content) >= 2  # parallel calls, assembled per index
+
+
+@pytest.mark.parametrize("case", list(CASES))
+def test_create_with_stream_true_gives_the_plain_message(base_url, case):
+    plain, kwargs = plain_then_streamed(base_url, case)
+    events = [event.to_dict() for event in
+              sdk(base_url).messages.create(model=MODEL, max_tokens=600, stream=True, **kwargs)]
+    assert events[0]["type"] == "message_start" and events[-1]["type"] == "message_stop"
+    assert "ping" not in [e["type"] for e in events]  # the SDK never surfaces pings
+    assert accumulate(events) == plain.to_dict()
+    [record] = records(base_url)
+    assert record["body"]["stream"] is True and record["response"][2] == {"type": "ping"}
+
+
+def test_a_mid_stream_error_event_raises_api_status_error(base_url):
+    seen = []
+    with pytest.raises(anthropic.APIStatusError) as caught:
+        for event in sdk(base_url).messages.create(model=MODEL, max_tokens=300, messages=HELLO, stream=True,
+                                                   extra_headers={"x-mock-fault": "error-after=4"}):
+            seen.append(event.type)
+    error = caught.value
+    assert not isinstance(error, anthropic.OverloadedError)  # after the 200: not the 529 class
+    assert (error.status_code, error.type, error.request_id) == (200, "overloaded_error", "req_mock_0001")
+    assert error.body["error"] == {"type": "overloaded_error", "message": "Overloaded"}
+    assert seen == ["message_start", "content_block_start", "content_block_delta"]  # the ping is not surfaced
+
+
+def test_a_cut_stream_raises_a_connection_error(server, base_url):
+    with pytest.raises(Exception) as caught:
+        with sdk(base_url).messages.stream(model=MODEL, max_tokens=300, messages=HELLO,
+                                           extra_headers={"x-mock-fault": "cut=5"}) as stream:
+            stream.get_final_message()
+    error = caught.value
+    # anthropic 2.x reads with its own httpx fork and lets its transport error through mid-stream
+    assert isinstance(error, anthropic.APIConnectionError) or type(error).__name__ == "RemoteProtocolError", error
+    assert "incomplete chunked read" in str(error)
+    _, log_path = server
+    assert "POST /v1/messages 200 (stream of 5 events, cut by a fault)" in log_path.read_text().splitlines()

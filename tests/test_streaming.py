@@ -185,7 +185,7 @@ def splits(raw: bytes, rng: random.Random) -> list[bytes]:
     return [raw[a:b] for a, b in zip(cuts, cuts[1:])]
 
 
-@settings(max_examples=150, deadline=None)
+@settings(deadline=None)
 @given(events=st.lists(EVENT, max_size=6), rng=st.randoms(use_true_random=False), bom=st.booleans())
 def test_any_split_of_any_stream_gives_the_events_the_spec_says(events, rng, bom):
     raw = serialise(events, rng, bom)
@@ -194,7 +194,7 @@ def test_any_split_of_any_stream_gives_the_events_the_spec_says(events, rng, bom
     assert feed_all(*splits(raw, rng)) == expected
 
 
-@settings(max_examples=40, deadline=None)
+@settings(deadline=None)
 @given(events=st.lists(EVENT, min_size=1, max_size=3), rng=st.randoms(use_true_random=False))
 def test_byte_by_byte_equals_all_at_once(events, rng):
     raw = serialise(events, rng, bom=False)
@@ -296,7 +296,7 @@ def accumulate(events) -> MessageAccumulator:
     return acc
 
 
-@settings(max_examples=150, deadline=None)
+@settings(deadline=None)
 @given(message=MESSAGE, rng=st.randoms(use_true_random=False))
 def test_the_events_of_any_message_add_up_to_exactly_that_message(message, rng):
     events = events_of(message, rng)
@@ -306,7 +306,7 @@ def test_the_events_of_any_message_add_up_to_exactly_that_message(message, rng):
     assert acc.incomplete == [] and acc.events == len(events)
 
 
-@settings(max_examples=100, deadline=None)
+@settings(deadline=None)
 @given(message=MESSAGE, rng=st.randoms(use_true_random=False))
 def test_encode_then_parse_then_accumulate_round_trips(message, rng):
     raw = b"".join(encode_event(event) for event in events_of(message, rng))

@@ -9,6 +9,9 @@ With `--api-key`, the control endpoints (`/_mock/*`) need that key too, since th
 server may listen on a shared network and its records hold everyone's requests.
 `--flaky 0.2 --seed 7` makes one call in five fail with a 429 or a 529, in the same
 pattern every run, never three in a row: live-mode notebooks meet transient errors.
+`--first-token 0.5 --tokens-per-second 30` paces every answer like a real model's
+(streamed: the events arrive as they become due; plain: the answer comes when the
+stream would have ended), so latency can be felt; `x-mock-pace` overrides it per request.
 """
 
 from __future__ import annotations
@@ -37,6 +40,11 @@ def build_parser() -> argparse.ArgumentParser:
                         help="fail each /v1/messages and count_tokens call with probability RATE (0 to <1) with a "
                              "429 or 529, never more than 2 in a row (default 0: never)")
     parser.add_argument("--seed", type=int, default=0, metavar="N", help="seed of the --flaky pattern (default 0)")
+    parser.add_argument("--first-token", type=float, default=0.0, metavar="SECONDS",
+                        help="pace answers: seconds before the first token (0 to 60; default 0)")
+    parser.add_argument("--tokens-per-second", type=float, default=None, metavar="N",
+                        help="pace answers: tokens per second after the first (above 0, at most 1000000; "
+                             "default: all at once)")
     parser.add_argument("--strict-alternation", action="store_true",
                         help="reject consecutive same-role messages instead of merging them (the older API rule)")
     return parser
@@ -46,7 +54,8 @@ def build_mock(args: argparse.Namespace, parser: argparse.ArgumentParser) -> Moc
     """The MockAPI the options describe; bad options end the program with a clear message."""
     try:
         mock = MockAPI(api_keys=set(args.api_keys) if args.api_keys else None,
-                       strict_alternation=args.strict_alternation, flaky=args.flaky, seed=args.seed)
+                       strict_alternation=args.strict_alternation, flaky=args.flaky, seed=args.seed,
+                       pacing={"first": args.first_token, "rate": args.tokens_per_second})
         if args.script:
             with open(args.script, encoding="utf-8") as f:
                 mock.script_json(json.load(f))

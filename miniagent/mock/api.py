@@ -11,12 +11,19 @@ proxy in front of the API, before anything else), route, authentication,
 validation, to show retries; a *script* of exact answers comes after it, so a broken
 conversation still fails as it would live.
 
+Every answer can also be streamed: with `"stream": true` the same message goes out as
+the API's server-sent events (stream.py), paced if asked (pacing.py), and possibly
+broken midway by a fault (`cut`, `error_after`: faults.py). An error decided before
+the stream starts (validation, a fault's status, a scripted error) is plain JSON with
+its status, as the real API's are.
+
 Everything is deterministic: ids come from counters (`msg_mock_0001`, `toolu_mock_0001`,
-`req_mock_0001`), usage from `miniagent.tokens`, flakiness from a seeded generator, so
-the same requests give the same bytes.
+`req_mock_0001`), usage from `miniagent.tokens`, flakiness from a seeded generator, and
+a stream's pieces from the same estimate, so the same requests give the same bytes.
 
 Control endpoints (mock-only, never recorded, no request id used): `POST /_mock/script`,
-`POST /_mock/fault`, `GET /_mock/requests`, `DELETE /_mock/requests`, `POST /_mock/reset`.
+`POST /_mock/fault`, `POST /_mock/pace`, `GET /_mock/requests`, `DELETE /_mock/requests`,
+`POST /_mock/reset`.
 They need the same key as the API when the mock has `api_keys` (a workshop server
 listens on the room's network, and the records hold everyone's requests), and none
 otherwise.
@@ -35,16 +42,17 @@ import threading
 import time
 import traceback
 from collections import deque
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Awaitable, Callable, Mapping
 from urllib.parse import urlsplit
 
 import httpx
 
 from miniagent.mock import brain as _brain
-from miniagent.mock import safejson
+from miniagent.mock import safejson, stream
 from miniagent.mock.faults import (DEFAULT_RETRY_AFTER, MAX_RETRY_AFTER, Fault, FaultQueue, Flaky, is_error_status,
-                                   make_fault, parse_fault_header, seconds)
+                                   make_fault, parse_fault_header, script_fault, seconds)
+from miniagent.mock.pacing import Pacing, pacing_from, parse_pace_header, waits
 from miniagent.mock.records import MAX_RECORD_BYTES, MAX_RECORDS, REDACTED, RecordLog
 from miniagent.mock.validate import SUPPORTED_VERSIONS, ApiError, validate_request
 from miniagent.tokens import estimate_content, estimate_request
@@ -59,8 +67,9 @@ MAX_SCRIPT = 1_000                  # scripted responses waiting
 MAX_SCRIPT_BYTES = MAX_BODY_BYTES   # their total size as JSON
 NO_RETRY_STATUSES = (400, 401, 403, 404, 413)
 API_ROUTES = (("POST", MESSAGES_PATH), ("POST", COUNT_TOKENS_PATH))
-CONTROL_ROUTES = (("POST", "/_mock/script"), ("POST", "/_mock/fault"), ("GET", "/_mock/requests"),
-                  ("DELETE", "/_mock/requests"), ("POST", "/_mock/reset"))
+CONTROL_ROUTES = (("POST", "/_mock/script"), ("POST", "/_mock/fault"), ("POST", "/_mock/pace"),
+                  ("GET", "/_mock/requests"), ("DELETE", "/_mock/requests"), ("POST", "/_mock/reset"))
+STREAM_CONTENT_TYPE = "text/event-stream; charset=utf-8"
 INTERNAL_ERROR = "Internal error in the mock itself (a bug in the mock, not in your request)"
 CONTROL_REQUEST_ID = "req_mock_control"
 HTTP_REQUEST_ID = "req_mock_http"  # errors the server decides before the API sees the request
@@ -85,13 +94,36 @@ _FLAKY_MESSAGES = {
 @dataclass
 class MockReply:
     """What the server sends back. `delay` seconds pass before it is sent; `drop`
-    means the connection closes with no response at all."""
+    means the connection closes with no response at all.
+
+    A stream has `events`: (seconds to wait, bytes) chunks, written one by one as they
+    become due, and `event_count` events in all. `broken`: the answer ends with a dropped
+    connection instead of its proper end (a stream's last chunk, or the rest of a body
+    whose `content-length` header promised more than `body`).
+    """
 
     status: int
     headers: dict[str, str]
     body: bytes
     delay: float = 0.0
     drop: bool = False
+    events: list[tuple[float, bytes]] | None = None
+    event_count: int = 0
+    broken: bool = False
+
+    @property
+    def sent(self) -> bytes:
+        """The body bytes that go out (a stream's events joined): what a record keeps."""
+        return self.body if self.events is None else b"".join(chunk for _, chunk in self.events)
+
+
+@dataclass
+class _Answer:
+    """A model's answer, before it is sent plain or streamed."""
+
+    message: dict
+    cut_json: str | None = None
+    fault: Fault | None = None
 
 
 @dataclass
@@ -110,17 +142,21 @@ class MockAPI:
     answerer when nothing is scripted. `flaky`: the probability (0 to below 1) that a
     call fails with a 429 or a 529, drawn from `random.Random(seed)`; never more than
     two such failures in a row. `max_records` / `max_record_bytes`: how many requests,
-    and how many bytes of them, `records` keeps (the oldest go first).
+    and how many bytes of them, `records` keeps (the oldest go first). `pacing`:
+    `{"first": seconds, "rate": tokens per second}` (or a `Pacing`), how fast answers
+    arrive (see pacing.py; default: at once).
     """
 
     def __init__(self, *, api_keys: set[str] | None = None, strict_alternation: bool = False,
                  brain: Callable[[dict], dict] | None = None, flaky: float = 0.0, seed: int = 0,
-                 max_records: int = MAX_RECORDS, max_record_bytes: int = MAX_RECORD_BYTES) -> None:
+                 max_records: int = MAX_RECORDS, max_record_bytes: int = MAX_RECORD_BYTES,
+                 pacing: Pacing | Mapping[str, Any] | None = None) -> None:
         if api_keys is not None and not all(isinstance(k, str) and k for k in api_keys):
             raise ValueError("api_keys must be a set of non-empty strings, or None to accept any key")
         self.api_keys = set(api_keys) if api_keys is not None else None
         self.strict_alternation = strict_alternation
         self._brain = brain
+        self._default_pacing = pacing_from(pacing)
         self._flaky = Flaky(flaky, seed)
         self._records = RecordLog(max_records, max_record_bytes)
         self._lock = threading.RLock()  # re-entrant: a scripted callable may read mock.records
@@ -129,13 +165,33 @@ class MockAPI:
     # --- state --------------------------------------------------------------------
 
     def reset(self) -> None:
-        """Forget records, scripted responses, pending faults; restart the id counters and the flaky pattern."""
+        """Forget records, scripted responses, pending faults and any `pace()`; restart the id counters
+        and the flaky pattern. (The pacing goes back to the one given to the constructor.)"""
         with self._lock:
             self._records.clear()
             self._script: deque[_Scripted] = deque()
             self._faults = FaultQueue()
             self._flaky.reset()
             self._counters = {"req": 0, "msg": 0, "toolu": 0}
+            self._pacing = self._default_pacing
+
+    @property
+    def pacing(self) -> Pacing:
+        """How fast answers arrive (see `pace()`); may be set to a Pacing, a dict or None."""
+        return self._pacing
+
+    @pacing.setter
+    def pacing(self, value: Pacing | Mapping[str, Any] | None) -> None:
+        checked = pacing_from(value)
+        with self._lock:
+            self._pacing = checked
+
+    def pace(self, first: float = 0.0, rate: float | None = None) -> Pacing:
+        """How fast the next answers arrive: `first` seconds to the first token, then `rate` tokens
+        per second (None: the rest at once); `pace()` alone turns pacing off. The `x-mock-pace`
+        header overrides it for one request. Bounds in pacing.py (ValueError beyond them)."""
+        self.pacing = Pacing(first, rate)
+        return self._pacing
 
     def clear_records(self) -> int:
         """Forget the records only (scripts, faults and counters stay); returns how many there were."""
@@ -148,9 +204,11 @@ class MockAPI:
 
         Each is {"n", "method", "path", "headers", "body", "raw", "status", "response"},
         with the auth headers replaced by "<redacted>"; `raw` is the body exactly as it
-        arrived (text), `body` the same parsed; `status`/`response` are None for a
-        dropped connection. Only the newest `max_records` requests are kept, within
-        `max_record_bytes`; a request alone larger than that keeps no headers or bodies.
+        arrived (text), `body` the same parsed; `response` the answer parsed (for a
+        stream, the list of events sent, up to where a fault broke it; for a body a fault
+        cut short, the text sent); `status`/`response` are None for a dropped connection.
+        Only the newest `max_records` requests are kept, within `max_record_bytes`; a
+        request alone larger than that keeps no headers or bodies.
         Each read returns fresh copies.
         """
         with self._lock:
@@ -178,6 +236,9 @@ class MockAPI:
         - an error `{"status": 429, "error": {"type": ..., "message": ...}}` (type and
           message default from the status; add "retry_after": seconds for a 429);
         - a callable `(body) -> one of the above`, called with the request body.
+        A partial message may carry `"fault": {"cut": N}` (or `{"error_after": N}`, and/or
+        `{"delay": S}`): its answer breaks on the way, unless the request brings a fault of
+        its own (see `fault()`; `scripts.cut_tool_call` is a ready-made one).
         With `repeat=True` (one response only) the response is used for every later
         call until `reset()`: e.g. a model that never stops calling tools. At most
         `MAX_SCRIPT` responses, `MAX_SCRIPT_BYTES` of JSON in all, wait at once.
@@ -206,17 +267,23 @@ class MockAPI:
             raise ValueError('a script must be a JSON list of responses, or {"responses": [...], "repeat": true}')
 
     def fault(self, status: int | None = None, *, times: int = 1, retry_after: float = DEFAULT_RETRY_AFTER,
-              delay: float = 0.0, drop: bool = False, message: str | None = None) -> None:
+              delay: float = 0.0, drop: bool = False, message: str | None = None, cut: int | None = None,
+              error_after: int | None = None) -> None:
         """Make the next `times` `POST /v1/messages` calls fail.
 
         `status` 429 answers `rate_limit_error` with `retry-after` (seconds) and
         `retry-after-ms` headers; 529 `overloaded_error`; 500 `api_error`; any other
         4xx/5xx the matching type. `delay` seconds pass before the answer (alone: a
         slow success). `drop=True` closes the connection without any response.
+        `cut=N`: the answer breaks off, the connection dropped, after N events of a stream
+        (N bytes of a plain body). `error_after=N`: a stream sends N events, then an
+        `error` event (overloaded_error); a plain answer is a 529 instead. (faults.py.)
         Bounds (ValueError beyond them): `delay` at most 60 s, `retry_after` at most a day
-        (a header only), `times` at most 1,000,000, 1,000 fault() calls waiting.
+        (a header only), `cut`/`error_after` at most 1,000,000, `times` at most 1,000,000,
+        1,000 fault() calls waiting.
         """
-        made = make_fault(status, retry_after=retry_after, delay=delay, drop=drop, message=message)
+        made = make_fault(status, retry_after=retry_after, delay=delay, drop=drop, message=message, cut=cut,
+                          error_after=error_after)
         with self._lock:
             self._faults.add(made, times)
 
@@ -250,7 +317,7 @@ class MockAPI:
                 return _error(problem, rid)  # not recorded: a stranger's request stores nothing
             reply = self._answer(path, headers, body, rid)
             self._records.add(n, method, path, headers, body, None if reply.drop else reply.status,
-                              None if reply.drop else reply.body)
+                              None if reply.drop else reply.sent)
         return reply
 
     def _answer(self, path: str, headers: dict[str, str], raw: bytes, rid: str) -> MockReply:
@@ -260,20 +327,32 @@ class MockAPI:
         try:
             body = safejson.loads(raw)
             fault = self._take_fault(headers.get("x-mock-fault"), path)
+            pacing = self._pacing_for(headers.get("x-mock-pace"), path)
         except ValueError as exc:
             return _error(_invalid(str(exc)), rid)
+        streamed = path == MESSAGES_PATH and isinstance(body, dict) and body.get("stream") is True
+        if fault and fault.error_after is not None and not streamed:  # no "after the 200": the 529 comes first
+            fault = replace(fault, status=529, error_after=None)
         if fault and fault.drop:
             return MockReply(0, {}, b"", delay=fault.delay, drop=True)
         if fault and fault.status:
             reply = _status_error(fault.status, rid, message=fault.message, retry_after=fault.retry_after,
                                   source="Mock fault")
         else:
-            reply = self._valid_answer(path, headers, body, rid)
+            outcome = self._valid_answer(path, headers, body, rid)
+            if isinstance(outcome, _Answer):
+                fault = fault or outcome.fault  # the request's own fault wins over a scripted one
+                reply = _deliver(outcome, rid, streamed=streamed, pacing=pacing, fault=fault)
+            else:
+                reply = outcome
         if fault:
-            reply.delay = fault.delay
+            reply.delay += fault.delay
+            if fault.cut is not None and reply.events is None:
+                reply = _cut_body(reply, fault.cut)
         return reply
 
-    def _valid_answer(self, path: str, headers: dict[str, str], body: Any, rid: str) -> MockReply:
+    def _valid_answer(self, path: str, headers: dict[str, str], body: Any, rid: str) -> MockReply | _Answer:
+        """An error or a token count as a reply; a model's answer as an `_Answer` (to send plain or streamed)."""
         counting = path == COUNT_TOKENS_PATH
         problem = validate_request(body, version=headers["anthropic-version"], count_tokens=counting,
                                    strict_alternation=self.strict_alternation)
@@ -281,9 +360,6 @@ class MockAPI:
             return _error(problem, rid)
         if counting:
             return _json_reply(200, {"input_tokens": estimate_request(body)}, rid)
-        if body.get("stream"):
-            return _error(_invalid("stream: streaming is not supported by this mock yet; "
-                                   "send the request without \"stream\": true"), rid)
         try:
             partial = self._next_partial(body)
         except Exception as exc:  # a bug in the brain or a scripted callable: report it as a 500
@@ -293,7 +369,15 @@ class MockAPI:
             error = partial.get("error") or {}
             return _status_error(partial["status"], rid, type_=error.get("type"), message=error.get("message"),
                                  retry_after=partial.get("retry_after", DEFAULT_RETRY_AFTER), source="Scripted error")
-        return _json_reply(200, self._message(body, partial), rid)
+        cut_json = partial.get("cut_json")
+        fault = script_fault(partial["fault"]) if partial.get("fault") is not None else None
+        return _Answer(self._message(body, partial), cut_json if isinstance(cut_json, str) else None, fault)
+
+    def _pacing_for(self, header: str | None, path: str) -> Pacing:
+        """The `x-mock-pace` header's pacing, else the mock's; token counts are never paced."""
+        if path != MESSAGES_PATH:
+            return Pacing()
+        return parse_pace_header(header) if header is not None else self.pacing
 
     def _take_fault(self, header: str | None, path: str) -> Fault | None:
         """The fault for this request: the `x-mock-fault` header first, then the queue
@@ -370,6 +454,12 @@ class MockAPI:
                     raise ValueError('send a JSON object of fault() arguments, e.g. {"status": 429, "times": 2}')
                 self.fault(**kwargs)
                 return _json_reply(200, {"pending_faults": self._faults.pending}, rid)
+            if (method, path) == ("POST", "/_mock/pace"):
+                kwargs = safejson.loads(raw or b"{}")
+                if not isinstance(kwargs, dict):
+                    raise ValueError('send a JSON object of pace() arguments, e.g. {"first": 0.2, "rate": 40}, '
+                                     "or {} to turn pacing off")
+                return _json_reply(200, {"pacing": self.pace(**kwargs).as_dict()}, rid)
         except (ValueError, TypeError) as exc:  # json.JSONDecodeError is a ValueError
             return _error(_invalid(f"{path}: {exc}"), rid)
         return _error(_not_found(method, path), rid)
@@ -470,10 +560,12 @@ def _check_scripted(item: Any) -> None:
                                                        for b in _content_blocks(content)):
         raise ValueError('a scripted response needs "content": a string or a list of blocks such as '
                          '{"type": "text", "text": "..."}; an error needs "status"')
-    unknown = set(item) - {"content", "stop_reason", "stop_sequence"}
+    unknown = set(item) - {"content", "stop_reason", "stop_sequence", "fault"}
     if unknown:
         raise ValueError(f"a scripted response has unknown keys {sorted(map(str, unknown))}; "
-                         "use content, stop_reason, stop_sequence")
+                         "use content, stop_reason, stop_sequence, fault")
+    if item.get("fault") is not None:
+        script_fault(item["fault"])
 
 
 def _content_blocks(content: str | list) -> list[dict]:
@@ -481,6 +573,41 @@ def _content_blocks(content: str | list) -> list[dict]:
 
 
 # --- building replies -------------------------------------------------------------------
+
+
+def _deliver(answer: _Answer, rid: str, *, streamed: bool, pacing: Pacing, fault: Fault | None) -> MockReply:
+    """A model's answer as it goes out: plain JSON, or streamed; paced; broken if a fault says so."""
+    if fault and fault.error_after is not None and not streamed:  # a scripted one: no "after the 200" either
+        return _status_error(529, rid, retry_after=DEFAULT_RETRY_AFTER, source="Mock fault")
+    if not streamed and not pacing.active:
+        return _json_reply(200, answer.message, rid)
+    events = stream.message_events(answer.message, answer.cut_json)
+    due = waits(events, pacing)
+    if not streamed:  # answered when the whole stream would have ended
+        reply = _json_reply(200, answer.message, rid)
+        reply.delay = sum(due)
+        return reply
+    broken, ending = False, []
+    if fault and fault.cut is not None:
+        keep, broken = min(fault.cut, len(events) - 1), True
+    elif fault and fault.error_after is not None:
+        keep, ending = min(fault.error_after, len(events) - 1), [dict(stream.OVERLOADED)]
+    else:
+        keep = len(events)
+    sent = events[:keep] + ending
+    headers = {"content-type": STREAM_CONTENT_TYPE, "request-id": rid}
+    return MockReply(200, headers, b"", events=stream.chunks(sent, due[:keep] + [0.0] * len(ending)),
+                     event_count=len(sent), broken=broken)
+
+
+def _cut_body(reply: MockReply, count: int) -> MockReply:
+    """A plain answer that breaks off after `count` bytes (at most all but one): its content-length
+    still announces the whole body, so the client sees the connection close too early."""
+    if not reply.body:
+        return reply
+    whole = len(reply.body)
+    headers = {**reply.headers, "content-length": str(whole)}
+    return MockReply(reply.status, headers, reply.body[:min(count, whole - 1)], delay=reply.delay, broken=True)
 
 
 def _invalid(message: str) -> ApiError:

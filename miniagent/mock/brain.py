@@ -2,7 +2,8 @@
 
 `respond(body)` reads an already-validated Messages API request and returns the
 part of a response that a model decides: content blocks, `stop_reason` and
-`stop_sequence`. MockAPI adds the ids and the usage.
+`stop_sequence` (and `cut_json`, when max_tokens cut a tool call: what a stream of
+it had shown). MockAPI adds the ids and the usage.
 
 It is a pure function of the request, on purpose. A real model remembers nothing
 between calls either, so whatever the request no longer contains (a trimmed
@@ -33,7 +34,7 @@ from miniagent.mock.reading import (
     fill_args, find_cities, kind, language, numbers, primary_concept, question_index, quoted,
     schema_properties, states_fact, system_text, tool_concepts, tool_words, transcript, user_text, values_for,
 )
-from miniagent.tokens import estimate_block, estimate_text
+from miniagent.tokens import BLOCK_OVERHEAD, estimate_block, estimate_text
 
 # --- what to say, in both languages --------------------------------------------------
 
@@ -485,16 +486,30 @@ def _cut_text(text: str, budget: int) -> str:
     return text[:lo].rstrip()
 
 
+def _cut_json(block: dict, budget: int) -> str:
+    """The start of a tool call's JSON input that fits `budget` tokens along with its name: what a
+    stream had sent of the arguments when max_tokens stopped it. Never the whole JSON (that did not fit)."""
+    whole = json.dumps(block["input"], ensure_ascii=False, separators=(",", ":"))
+    room = budget - BLOCK_OVERHEAD
+    lo, hi = 0, len(whole) - 1
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        lo, hi = (mid, hi) if estimate_text(block["name"] + whole[:mid]) <= room else (lo, mid - 1)
+    return whole[:lo]
+
+
 def finish(content: list[dict], body: dict) -> dict:
     """Apply the limits a real model stops at: a stop sequence in the text, then max_tokens.
 
     A text cut this way is stripped of trailing whitespace (and dropped if nothing is
     left), so the response can always be sent back as the next assistant turn. A
     tool_use block that does not fit comes back with an empty input (if even that
-    fits): a truncated call that must never be executed. The content's token estimate
-    never exceeds max_tokens, so the usage MockAPI reports never does either.
+    fits): a truncated call that must never be executed. Its `cut_json` says how much
+    of its JSON a stream had sent when the budget ran out (the stream shows it; the
+    message never does). The content's token estimate never exceeds max_tokens, so
+    the usage MockAPI reports never does either.
     """
-    stop_reason, stop_sequence = None, None
+    stop_reason, stop_sequence, cut_json = None, None, None
     for n, block in enumerate(content):
         text = block.get("text", "") if block["type"] == "text" else ""
         hits = [(text.find(s), s) for s in body.get("stop_sequences") or [] if s and s in text]
@@ -514,12 +529,16 @@ def finish(content: list[dict], body: dict) -> dict:
         if block["type"] == "tool_use":
             if estimate_block(cut_call := {**block, "input": {}}) <= budget:
                 kept.append(cut_call)
+                cut_json = _cut_json(block, budget)
         elif (cut := _cut_text(block["text"], budget)).strip():
             kept.append(text_block(cut))
         break
     if stop_reason is None:
         stop_reason = "tool_use" if any(b["type"] == "tool_use" for b in kept) else "end_turn"
-    return {"content": kept, "stop_reason": stop_reason, "stop_sequence": stop_sequence}
+    answer = {"content": kept, "stop_reason": stop_reason, "stop_sequence": stop_sequence}
+    if cut_json is not None:
+        answer["cut_json"] = cut_json
+    return answer
 
 
 def respond(body: dict) -> dict:

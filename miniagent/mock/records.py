@@ -6,6 +6,10 @@ only the newest requests: at most `max_records` of them and `max_bytes` of bodie
 headers; the oldest go first. It stores the bytes as they arrived (cheaper than the
 parsed JSON, and exactly what was sent) and parses them when a record is read, so
 every reader gets its own copy.
+
+A record's `response` is what went back: the JSON answer parsed; for a stream, the
+list of events sent, in order (what a client accumulates; a broken stream's list
+ends where it broke); for a body cut short by a fault, the text that was sent.
 """
 
 from __future__ import annotations
@@ -15,6 +19,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from miniagent.mock import safejson
+from miniagent.mock.stream import parse_sse
 
 MAX_RECORDS = 1_000                  # a long workshop's worth of lesson calls
 MAX_RECORD_BYTES = 64 * 1024 * 1024  # two requests of the API's maximum size (32 MB)
@@ -100,7 +105,7 @@ def redacted(headers: dict[str, str]) -> dict[str, str]:
 def _view(record: _Record) -> dict[str, Any]:
     return {"n": record.n, "method": record.method, "path": record.path, "headers": dict(record.headers),
             "body": _parsed(record.raw), "raw": None if record.raw is None else record.raw.decode("utf-8", "replace"),
-            "status": record.status, "response": _parsed(record.response)}
+            "status": record.status, "response": _response(record.response)}
 
 
 def _parsed(raw: bytes | None) -> Any:
@@ -108,3 +113,15 @@ def _parsed(raw: bytes | None) -> Any:
         return safejson.loads(raw) if raw else None
     except ValueError:
         return None
+
+
+def _response(raw: bytes | None) -> Any:
+    """An answer as a reader wants it: JSON parsed, a stream as its events, anything else as text."""
+    if not raw:
+        return None
+    if raw.startswith(b"event: "):  # a JSON body never starts so
+        return parse_sse(raw)
+    try:
+        return safejson.loads(raw)
+    except ValueError:  # a body cut short by a fault
+        return raw.decode("utf-8", "replace")

@@ -8,6 +8,10 @@ callables are meant for `MockAPI.script(fn, repeat=True)`, which answers every
 later call with them, e.g.
 
     api.script(scripts.runaway("get_weather", {"city": "北京"}), repeat=True)
+
+Streaming lessons need answers that break on their way: `cut_tool_call` (the
+connection drops inside a tool call's arguments), `overloaded_midway` (an `error`
+event after some text), and `with_fault` for any other response.
 """
 
 from __future__ import annotations
@@ -65,3 +69,44 @@ def pause_turn() -> Response:
     """A long turn paused by the API: stop_reason "pause_turn"; send the conversation back to continue."""
     return text("(mock) I'm pausing this turn here; send the conversation back to let me continue.",
                 stop_reason="pause_turn")
+
+
+# --- answers that break on their way (for streaming lessons) --------------------------------------
+
+
+def with_fault(response: Response, **fault: float) -> Response:
+    """`response` that breaks on its way: `cut=N` (the connection drops after N events of a
+    stream, N bytes of a plain body), `error_after=N` (a stream's N events, then an `error`
+    event; plain, a 529), and/or `delay=S`. See `MockAPI.fault()`."""
+    from miniagent.mock.faults import script_fault
+    script_fault(fault)
+    return {**copy.deepcopy(response), "fault": dict(fault)}
+
+
+def cut_tool_call(name: str, input: dict, text: str | None = None) -> Response:
+    """A tool call whose stream breaks inside its arguments: the connection drops right after the
+    first piece of its JSON, so a streaming client holds half-formed arguments and no
+    `message_stop`. It must not run the call (nor keep the partial turn), only retry or report."""
+    response = tool_call(name, input, text=text)
+    fragments = [i for i, e in enumerate(_events_of(response))
+                 if e["type"] == "content_block_delta" and "partial_json" in e["delta"]]
+    at = fragments[1] if len(fragments) > 2 else fragments[0]  # fragments[0] is the opening ""
+    return with_fault(response, cut=at + 1)
+
+
+def overloaded_midway(answer: str, deltas: int = 2) -> Response:
+    """A text answer whose stream stops after `deltas` pieces of text with an `error` event
+    (overloaded_error), after the 200: a streaming client must discard the partial text and
+    retry. Non-streamed, the request is answered 529."""
+    if isinstance(deltas, bool) or not isinstance(deltas, int) or deltas < 1:
+        raise ValueError(f"deltas must be a whole number from 1, got {deltas!r}")
+    response = text(answer)
+    texts = [i for i, e in enumerate(_events_of(response)) if e["type"] == "content_block_delta"]
+    return with_fault(response, error_after=texts[min(deltas, len(texts)) - 1] + 1 if texts else 3)
+
+
+def _events_of(response: Response) -> list[dict]:
+    """The events a response streams as (ids and usage do not change how many there are)."""
+    from miniagent.mock.stream import message_events
+    return message_events({"content": response["content"], "stop_reason": response.get("stop_reason"),
+                           "stop_sequence": None, "usage": {"output_tokens": 0}})

@@ -20,11 +20,22 @@ shape, and the server stays within fixed bounds:
 Two reply kinds need care: a delayed one (the handler sleeps first, so the client's
 own timeout decides what happens) and a dropped one (the handler closes the socket
 without writing anything, which clients report as a disconnect).
+
+A stream goes out with `transfer-encoding: chunked` (no content-length), one chunk
+per event as it becomes due (events due together share a write), and ends with the
+last, empty chunk, after which the connection serves its next request (keep-alive).
+A stream broken by a fault ends without that last chunk and the connection closes,
+which clients report as an incomplete read. While a paced stream waits between two
+events, the handler watches the socket: a client that closes its connection frees the
+thread at once, not when the stream's time is up. (A client that only half-closes is
+taken to be gone too: HTTP clients do not half-close while they read an answer.)
+`server.connections` counts the connections being served.
 """
 
 from __future__ import annotations
 
 import io
+import selectors
 import socket
 import sys
 import threading
@@ -42,6 +53,8 @@ IDLE_TIMEOUT = 30.0     # seconds a keep-alive connection may wait for its next 
 REQUEST_TIMEOUT = 60.0  # seconds for a whole request to arrive (32 MB at ~0.5 MB/s), and for an answer to leave
 MAX_LINE = 65536        # bytes in the request line (http.server's own limit for each header line)
 LINGER = 2.0            # seconds to drain unread input before closing (see _linger)
+CRLF = b"\r\n"
+LAST_CHUNK = b"0\r\n\r\n"  # the end of a chunked body
 
 
 class MockHTTPServer(ThreadingHTTPServer):
@@ -67,7 +80,19 @@ class MockHTTPServer(ThreadingHTTPServer):
         self.idle_timeout, self.request_timeout = float(idle_timeout), float(request_timeout)
         self._serving = threading.BoundedSemaphore(self.max_connections)
         self._refusing = threading.BoundedSemaphore(MAX_REFUSING)
+        self._count_lock = threading.Lock()
+        self._connections = 0
         super().__init__(address, _Handler)
+
+    @property
+    def connections(self) -> int:
+        """How many connections are being served right now (their threads still running)."""
+        with self._count_lock:
+            return self._connections
+
+    def _count(self, step: int) -> None:
+        with self._count_lock:
+            self._connections += step
 
     def shutdown(self) -> None:
         super().shutdown()
@@ -100,9 +125,11 @@ class MockHTTPServer(ThreadingHTTPServer):
         self.shutdown_request(request)
 
     def _serve(self, request: socket.socket, client_address: tuple, slots: threading.BoundedSemaphore) -> None:
+        self._count(1)
         try:
             self.process_request_thread(request, client_address)
         finally:
+            self._count(-1)
             slots.release()
 
     def _turn_away(self, request: socket.socket, client_address: tuple, slots: threading.BoundedSemaphore) -> None:
@@ -205,26 +232,56 @@ class _Handler(BaseHTTPRequestHandler):
         if frame.ambiguous:  # both content-length and chunked: answer, then close (RFC 9112 §6.3)
             self.close_connection = True
         reply = self.server.mock.handle(self.command, self.path, dict(self.headers.items()), body)
+        if reply.events is not None:
+            self._stream(reply)
+            return
         if reply.delay:
             time.sleep(reply.delay)
         if reply.drop:
             self._log("dropped (no response)")
             self.close_connection = True
             return
-        self._write(reply)
+        if reply.broken:  # a fault cuts the body short: the connection ends before the rest
+            self.close_connection = True
+        self._write(reply, " (cut short by a fault)" if reply.broken else "")
+
+    def _stream(self, reply: MockReply) -> None:
+        """Write a stream event by event as each becomes due; stop early if the client has gone."""
+        self.answered = True
+        if reply.delay:  # a slow fault: before the headers, as for a plain answer
+            time.sleep(reply.delay)
+        self.connection.settimeout(self.server.request_timeout)
+        pending = _response_bytes(reply, close=self.close_connection)
+        for wait, chunk in reply.events or []:
+            if wait > 0:
+                if pending:
+                    self.wfile.write(pending)  # flushed: the socket file is unbuffered
+                    pending = b""
+                if _client_left(self.connection, wait):
+                    self._log(f"{reply.status} (stream: the client left midway)")
+                    self.close_connection = True
+                    return
+            pending += b"%x" % len(chunk) + CRLF + chunk + CRLF
+        if reply.broken:  # a fault: no last chunk, and the connection closes
+            self.wfile.write(pending)
+            self.close_connection = True
+            self._log(f"{reply.status} (stream of {reply.event_count} events, cut by a fault)")
+            return
+        self.wfile.write(pending + LAST_CHUNK)
+        self._log(f"{reply.status} (stream of {reply.event_count} events)")
 
     def _reply_and_close(self, reply: MockReply) -> None:
         """Answer an error decided before the request was read whole, and close the connection."""
         self.close_connection = self.unread = True
         self._write(reply)
 
-    def _write(self, reply: MockReply) -> None:
+    def _write(self, reply: MockReply, note: str = "") -> None:
         self.answered = True
         self.connection.settimeout(self.server.request_timeout)
         # a HEAD gets no body, even when its request line was refused before `command` was set
         head = (self.command or str(self.raw_requestline[:5], "latin-1").split(" ")[0].strip()) == "HEAD"
         self.wfile.write(_response_bytes(reply, close=self.close_connection, head_only=head))
-        self._log(str(reply.status))
+        self._log(f"{reply.status}{note}")
 
     def finish(self) -> None:
         if self.unread:
@@ -244,10 +301,16 @@ class _Handler(BaseHTTPRequestHandler):
 
 
 def _response_bytes(reply: MockReply, *, close: bool, head_only: bool = False) -> bytes:
-    """The whole HTTP response as one buffer, so it leaves in one send."""
+    """The whole HTTP response as one buffer, so it leaves in one send (a stream: its head only).
+
+    A body a fault cuts short keeps the content-length of the whole body: the lie is the fault."""
     reason = "Overloaded" if reply.status == 529 else _Handler.responses.get(reply.status, ("Error",))[0]
     lines = [f"HTTP/1.1 {reply.status} {reason}", f"date: {formatdate(usegmt=True)}", "server: miniagent-mock",
-             *(f"{name}: {value}" for name, value in reply.headers.items()), f"content-length: {len(reply.body)}"]
+             *(f"{name}: {value}" for name, value in reply.headers.items())]
+    if reply.events is not None:
+        lines.append("transfer-encoding: chunked")
+    elif "content-length" not in reply.headers:
+        lines.append(f"content-length: {len(reply.body)}")
     if close:
         lines.append("connection: close")
     head = ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1")
@@ -268,6 +331,35 @@ def _linger(sock: socket.socket, seconds: float) -> None:
                 return
     except OSError:  # the client is gone, or out of time: either way, done
         return
+
+
+def _client_left(sock: socket.socket, seconds: float) -> bool:
+    """Wait `seconds`, or less if the client goes: True if it closed (or reset) its connection.
+
+    The socket turns readable when the client closes it; bytes waiting there instead
+    (a pipelined request) cannot tell, so then the wait is simply slept out.
+    """
+    deadline = time.monotonic() + seconds
+    timeout = sock.gettimeout()
+    sock.settimeout(0)  # the peek below must never wait
+    try:
+        with selectors.DefaultSelector() as watch:
+            watch.register(sock, selectors.EVENT_READ)
+            while (left := deadline - time.monotonic()) > 0:
+                if not watch.select(left):
+                    continue
+                try:
+                    if not sock.recv(1, socket.MSG_PEEK):
+                        return True
+                except BlockingIOError:  # a spurious wake-up: nothing to read after all
+                    continue
+                except OSError:  # reset by the client
+                    return True
+                time.sleep(max(0.0, deadline - time.monotonic()))
+                return False
+        return False
+    finally:
+        sock.settimeout(timeout)
 
 
 def _printable(text: str, limit: int = 200) -> str:
