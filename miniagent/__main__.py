@@ -5,6 +5,10 @@ force one or the other. Exit status: 0 when the agent finished its answer, 1 whe
 stopped for another reason (an API error, a budget, a truncated answer; the reason
 is printed), 2 for a bad command line or a missing or unusable key, 130 on Ctrl-C.
 
+The answer is streamed: its text is printed as it arrives, the words a model writes
+before it calls tools included (each response's text on lines of its own), so the
+last lines are the answer. `--no-stream` waits for the run and prints the answer only.
+
 It runs in whatever terminal it is given: output the terminal's encoding cannot
 show is escaped (\\u5317) rather than fatal, and bytes in the arguments that are not
 valid text become U+FFFD instead of an unsendable question.
@@ -16,7 +20,7 @@ import argparse
 import os
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from miniagent.tools import ToolRegistry
@@ -52,6 +56,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--max-iterations", type=_positive_int, default=10, metavar="N",
                         help="stop after N model calls (default: 10)")
     parser.add_argument("-v", "--verbose", action="store_true", help="print each round: tool calls and results")
+    parser.add_argument("--no-stream", action="store_true",
+                        help="wait for the whole answer instead of printing its text as it arrives")
     parser.add_argument("--trace", type=Path, metavar="FILE", help="write every step to FILE as JSON Lines")
     parser.add_argument("--system", metavar="TEXT", help="replace the default system prompt")
     return parser
@@ -116,6 +122,37 @@ def _write_trace(trace: Trace, path: Path) -> bool:
     return True
 
 
+class _TextPrinter:
+    """Writes a streamed run's text as it arrives, each response's text on its own lines.
+
+    Only the text is printed (the verbose printout is `RoundPrinter`'s job): the pieces
+    as they come, a line end when the response ends (`step`, given every trace event),
+    and `finish` ends the last line. `printed` says whether the last response showed any
+    text, so that an empty answer still prints the empty line an unstreamed run prints.
+    """
+
+    def __init__(self) -> None:
+        self.line_open = False
+        self.printed = False
+
+    def text(self, delta: str) -> None:
+        sys.stdout.write(delta)
+        sys.stdout.flush()  # stdout into a pipe is block-buffered; the point is to show it now
+        self.line_open, self.printed = not delta.endswith("\n"), True
+
+    def step(self, event: dict[str, Any]) -> None:
+        if event["type"] == "request":
+            self.printed = False
+        elif event["type"] in ("response", "error"):
+            self.finish()
+
+    def finish(self) -> None:
+        if self.line_open:
+            sys.stdout.write("\n")
+            sys.stdout.flush()
+            self.line_open = False
+
+
 def main(argv: list[str] | None = None, *, tools: ToolRegistry | list | None = None) -> int:
     """Run the CLI; returns the exit status (so tests can call it in-process).
 
@@ -146,19 +183,29 @@ def main(argv: list[str] | None = None, *, tools: ToolRegistry | list | None = N
     except APIKeyError as err:  # e.g. a key with a space inside; the message never shows the key
         print(f"miniagent: {err}", file=sys.stderr)
         return 2
+    stream = not args.no_stream
+    printer = _TextPrinter() if stream and not args.verbose else None  # verbose: RoundPrinter streams
     agent = Agent(client, tools, system=args.system or DEFAULT_SYSTEM, max_iterations=args.max_iterations,
-                  verbose=args.verbose)
+                  verbose=args.verbose, stream=stream, on_text=printer and printer.text,
+                  on_step=printer and printer.step)
     written = False
     try:
         result = agent.run(args.question)
     except KeyboardInterrupt:
+        if printer:
+            printer.finish()
         print("\ninterrupted", file=sys.stderr)
         return 130
     finally:
         if args.trace is not None:
             written = _write_trace(agent.trace, args.trace)
+    if printer:
+        printer.finish()
     if not args.verbose:  # verbose mode has printed the answer (or why it stopped) already
-        print(result.text if result.ok else f"Stopped ({result.stop}): {result.reason}")
+        if not result.ok:
+            print(f"Stopped ({result.stop}): {result.reason}")
+        elif not (printer and printer.printed):  # streamed, the answer is on screen already
+            print(result.text)
     if result.error is not None:
         print(f"Hint: {result.error.hint}", file=sys.stderr)
     if written:

@@ -8,16 +8,19 @@ adds only what turns one run into a conversation:
 - a run that fails (an API error, a context policy's too, or Ctrl-C) leaves that
   history exactly as it was, so asking the same question again is a clean retry;
 - every step goes into a `Trace`, and optionally to your `on_step` callback and to a
-  round-by-round printout (`verbose=True`).
+  round-by-round printout (`verbose=True`);
+- streamed (`stream=True`), it passes the loop's `on_text` and `on_tool_use` callbacks
+  through, and the printout shows the text as it arrives instead of after the answer.
 """
 
 from __future__ import annotations
 
 import json
+import sys
 from typing import Any, Callable
 
 from miniagent.client import Usage
-from miniagent.loop import LoopResult, run_loop
+from miniagent.loop import LoopResult, TextCallback, ToolUseCallback, run_loop
 from miniagent.messages import user
 from miniagent.tools import ToolRegistry
 from miniagent.trace import Event, Trace
@@ -33,12 +36,18 @@ class Agent:
     `miniagent.context`) shortens what each call sends, never what the agent keeps.
     `max_iterations` and `token_budget` bound each run. `on_step(event)` sees every
     trace event as it is recorded; `verbose=True` prints each run round by round.
+    `stream=True` streams every model call: `on_text(delta)` and `on_tool_use(call)`
+    then see the answer as it arrives (see `run_loop`), and so does the printout.
     """
 
     def __init__(self, client: Any = None, tools: ToolRegistry | list | None = None, *,
                  system: str | list | None = DEFAULT_SYSTEM, policy: Any = None, max_iterations: int = 10,
                  token_budget: int | None = None, parallel: bool = True, verbose: bool = False,
-                 on_step: Callable[[Event], None] | None = None) -> None:
+                 on_step: Callable[[Event], None] | None = None, stream: bool = False,
+                 on_text: TextCallback | None = None, on_tool_use: ToolUseCallback | None = None) -> None:
+        if not stream and (on_text is not None or on_tool_use is not None):
+            raise TypeError("on_text and on_tool_use are called as a streamed answer arrives: "
+                            "pass stream=True as well")
         if client is None:
             from miniagent.client import connect  # here, so that passing a client never reads the environment
             client = connect()
@@ -56,6 +65,9 @@ class Agent:
         self.parallel = parallel
         self.verbose = verbose
         self.on_step = on_step
+        self.stream = stream
+        self.on_text = on_text
+        self.on_tool_use = on_tool_use
         self.history: list[dict] = []
         self.trace = Trace()
         self.usage = Usage()  # cumulative over the agent's life: tokens spent stay spent after reset()
@@ -65,11 +77,26 @@ class Agent:
         return (f"Agent(tools=[{', '.join(self.tools.names)}], messages={len(self.history)}, "
                 f"max_iterations={self.max_iterations}, client={self.client!r})")
 
-    def run(self, question: str) -> LoopResult:
-        """Ask one question; the model may call tools for several rounds before it answers."""
+    def run(self, question: str, *, stream: bool | None = None, on_text: TextCallback | None = None,
+            on_tool_use: ToolUseCallback | None = None) -> LoopResult:
+        """Ask one question; the model may call tools for several rounds before it answers.
+
+        `stream` overrides the agent's setting for this run; `on_text` and `on_tool_use`
+        are called for this run after the agent's own (a chat view uses them to draw the
+        answer as it arrives, without taking the agent's callbacks away).
+        """
         if not isinstance(question, str) or not question.strip():
             raise ValueError(f"the question must be a non-empty string, got {question!r}")
-        printer = RoundPrinter() if self.verbose else None
+        streamed = self.stream if stream is None else bool(stream)
+        if not streamed and (on_text is not None or on_tool_use is not None):
+            raise TypeError("on_text and on_tool_use are called as a streamed answer arrives: "
+                            "pass stream=True as well")
+        printer = RoundPrinter(streamed=streamed) if self.verbose else None
+        text_callbacks = [f for f in (printer and printer.text, self.on_text, on_text) if f is not None]
+        tool_callbacks = [f for f in (self.on_tool_use, on_tool_use) if f is not None]
+        streaming: dict[str, Any] = {}
+        if streamed:
+            streaming = {"stream": True, "on_text": _each(text_callbacks), "on_tool_use": _each(tool_callbacks)}
 
         def on_event(event: Event) -> None:
             self._step(event, printer)
@@ -83,7 +110,8 @@ class Agent:
         self._step({"type": "question", "text": question}, printer)
         result = run_loop(self.client, self.history + [user(question)], tools=self.tools or None,
                           system=self.system, policy=self.policy, max_iterations=self.max_iterations,
-                          token_budget=self.token_budget, parallel=self.parallel, on_event=on_event)
+                          token_budget=self.token_budget, parallel=self.parallel, on_event=on_event,
+                          **streaming)
         if result.stop != "api_error":  # on an API error, keep the history as it was before the question
             self.history = result.messages
         self.last_result = result
@@ -112,6 +140,19 @@ class Agent:
             self.on_step(stamped)
 
 
+def _each(callbacks: list[Callable[[Any], None]]) -> Callable[[Any], None] | None:
+    """One callback that calls each of `callbacks` in turn (None when there are none)."""
+    if not callbacks:
+        return None
+    if len(callbacks) == 1:
+        return callbacks[0]
+
+    def call_each(value: Any) -> None:
+        for callback in callbacks:
+            callback(value)
+    return call_each
+
+
 # --- verbose output --------------------------------------------------------------------
 
 
@@ -121,25 +162,55 @@ def _preview(text: Any, limit: int = 100) -> str:
     return text if len(text) <= limit else text[:limit] + "…"
 
 
+def _write_stdout(text: str) -> None:
+    sys.stdout.write(text)
+    sys.stdout.flush()  # a pipe is block-buffered: without this, "as it arrives" would be "at the end"
+
+
 class RoundPrinter:
     """Prints a run round by round, like the article's sample output.
 
     Tools of one round run concurrently and finish in any order; the printer holds
     their results until the round's last one arrives, then prints each call with its
     result in the order the model asked, so the same run always prints the same way.
+
+    `streamed=True`: the model's text is written as it arrives (`text(delta)`, through
+    `write_fn`, after a "model: " label), in its round, and not again at the end; the
+    answer is then the last text printed, so there is no "Final answer:" block.
     """
 
-    def __init__(self, print_fn: Callable[[str], None] = print) -> None:
+    def __init__(self, print_fn: Callable[[str], None] = print, *, streamed: bool = False,
+                 write_fn: Callable[[str], None] | None = None) -> None:
         self.print = print_fn
+        self.write = write_fn or _write_stdout
+        self.streamed = streamed
         self.calls: list[Event] = []
         self.results: dict[str, Event] = {}
+        self._line_open = False  # streamed text has been written, and its line not ended yet
+        self._labelled = False   # this round's "model: " label is out
+
+    def text(self, delta: str) -> None:
+        """A piece of the model's text, written at once (streamed runs)."""
+        if not self._labelled:
+            self.write("model: ")
+            self._labelled = True
+        self.write(delta)
+        self._line_open = not delta.endswith("\n")
+
+    def _end_line(self) -> None:
+        if self._line_open:
+            self.write("\n")
+            self._line_open = False
 
     def __call__(self, event: Event) -> None:
         kind = event["type"]
+        if kind in ("response", "error", "stop"):
+            self._end_line()
         if kind == "request":
             self._flush()
+            self._labelled = False
             self.print(f"\n--- round {event['iteration']} ---")
-        elif kind == "response" and event.get("stop_reason") == "tool_use":
+        elif kind == "response" and event.get("stop_reason") == "tool_use" and not self.streamed:
             text = "".join(b.get("text", "") for b in event.get("content") or [] if b.get("type") == "text")
             if text.strip():
                 self.print(f"model: {_preview(text)}")
@@ -160,10 +231,12 @@ class RoundPrinter:
         self.calls, self.results = [], {}
 
     def finish(self, result: LoopResult) -> None:
+        self._end_line()
         self._flush()
         if result.ok:
-            self.print(f"Final answer:\n{result.text}")
+            if not self.streamed:  # streamed, the answer is already on screen, in its round
+                self.print(f"Final answer:\n{result.text}")
         else:
             self.print(f"Stopped ({result.stop}): {result.reason}")
-            if result.text:
+            if result.text and not self.streamed:
                 self.print(f"Last text from the model:\n{result.text}")

@@ -18,10 +18,17 @@ leaves the history exactly as it was before the call, whether it was the loop's 
 call or one a context policy made (a summary); results of tools that already ran
 are kept. Nothing a response holds can make the next request invalid: what enters
 the history is `storable_content(response)`, never the response as it came.
+
+Streaming (`stream=True`) changes only how each answer arrives: the client assembles
+the stream into the same message dict, so every rule above holds unchanged, while
+`on_text` and `on_tool_use` show the answer forming (`StreamWatcher`). A stream that
+breaks is an API error like any other: nothing of it enters the history, and a tool
+call it cut short is never run.
 """
 
 from __future__ import annotations
 
+import copy
 import json
 import time
 from dataclasses import dataclass, field
@@ -32,6 +39,8 @@ from miniagent.messages import assistant, storable_content, text_of, tool_result
 from miniagent.tools import ToolRegistry
 
 Event = dict[str, Any]
+TextCallback = Callable[[str], None]
+ToolUseCallback = Callable[[dict], None]
 
 # Why the loop stopped: a stop_reason the model gave, or a limit the loop enforced.
 DONE = ("end_turn", "stop_sequence")
@@ -63,10 +72,111 @@ def _not_executed(blocks: list[dict], why: str) -> list[dict]:
     return [tool_result(b["id"], f"Error: not executed: {why}", is_error=True) for b in blocks]
 
 
+class StreamWatcher:
+    """One streamed response's events in, the loop's streaming callbacks out.
+
+    Given to `client.create(..., stream=True, on_event=watcher)`, it sees each event as
+    it arrives, after the client has checked it (order, indexes, shapes). It calls
+    `on_text(delta)` for each piece of text and `on_tool_use(call)` for each tool call:
+    when its block starts (name and id known, `partial_json` ""), at each piece of its
+    arguments (`partial_json` growing), and when its block stops (`done`, and `input`
+    the parsed arguments, or None if they never became complete JSON). State is kept
+    per block index, because the calls of one response stream one after another and
+    their fragments must never be joined across calls.
+
+    `done` means the call's arguments are complete, not that it will run: the stream
+    can still break, or stop with `max_tokens`, and then the loop runs nothing. What
+    runs is what the `tool_call` trace events say.
+
+    It also times the response (`first_token`: seconds from the request to the first
+    content delta; `first_text`: to the first text delta) and counts its events, for
+    the `stream` summary the loop adds to the response's trace event: a few numbers per
+    response, never an event per token.
+    """
+
+    def __init__(self, iteration: int, started: float, on_text: TextCallback | None = None,
+                 on_tool_use: ToolUseCallback | None = None) -> None:
+        self.iteration, self.started = iteration, started
+        self.on_text, self.on_tool_use = on_text, on_tool_use
+        self.events = 0
+        self.first_token: float | None = None
+        self.first_text: float | None = None
+        self.calls: dict[int, dict] = {}  # block index -> {"id", "name", "input" (the start's), "parts"}
+        self.done_calls = 0
+
+    def __call__(self, event: dict) -> None:
+        self.events += 1
+        kind = event.get("type")
+        if kind == "content_block_start":
+            self._start(event["index"], event["content_block"])
+        elif kind == "content_block_delta":
+            self._delta(event["index"], event["delta"])
+        elif kind == "content_block_stop" and event["index"] in self.calls:
+            self._stop(event["index"])
+
+    def _start(self, index: int, block: dict) -> None:
+        if block.get("type") == "text" and block.get("text"):  # text may come with the start itself
+            self._text(block["text"])
+        elif block.get("type") == "tool_use":
+            self.calls[index] = {"id": block.get("id"), "name": block.get("name"),
+                                 "input": block.get("input"), "parts": []}
+            self._tool_use(index, done=False)
+
+    def _delta(self, index: int, delta: dict) -> None:
+        if self.first_token is None:
+            self.first_token = time.perf_counter() - self.started
+        if delta.get("type") == "text_delta":
+            self._text(delta["text"])
+        elif delta.get("type") == "input_json_delta" and index in self.calls and delta["partial_json"]:
+            self.calls[index]["parts"].append(delta["partial_json"])
+            self._tool_use(index, done=False)
+
+    def _stop(self, index: int) -> None:
+        call = self.calls[index]
+        text = "".join(call["parts"])
+        if not text.strip():  # no arguments streamed: the input the block started with (a tool without any)
+            arguments = copy.deepcopy(call["input"]) if isinstance(call["input"], dict) else None
+        else:
+            try:
+                arguments = json.loads(text)
+            except (ValueError, RecursionError):  # cut off mid-arguments: never a call to run
+                arguments = None
+        self.done_calls += 1
+        self._tool_use(index, done=True, arguments=arguments if isinstance(arguments, dict) else None)
+
+    def _text(self, delta: str) -> None:
+        if self.first_text is None:
+            self.first_text = time.perf_counter() - self.started
+        if self.on_text is not None and delta:
+            self.on_text(delta)
+
+    def _tool_use(self, index: int, *, done: bool, arguments: dict | None = None) -> None:
+        if self.on_tool_use is None:
+            return
+        call = self.calls[index]
+        self.on_tool_use({"index": index, "id": call["id"], "name": call["name"],
+                          "partial_json": "".join(call["parts"]), "done": done, "input": arguments,
+                          "iteration": self.iteration})
+
+    @property
+    def calls_seen(self) -> int:
+        """Tool calls this response had begun so far, complete or not."""
+        return len(self.calls)
+
+    def summary(self) -> dict:
+        """What the trace keeps of a stream: its size and its first-token times, in seconds."""
+        def rounded(seconds: float | None) -> float | None:
+            return None if seconds is None else round(seconds, 6)
+        return {"events": self.events, "first_token": rounded(self.first_token),
+                "first_text": rounded(self.first_text)}
+
+
 def run_loop(client: Any, messages: list[dict], *, tools: ToolRegistry | list | None = None,
              system: str | list | None = None, max_iterations: int = 10, token_budget: int | None = None,
              max_repeats: int = 2, parallel: bool = True, policy: Any = None,
-             on_event: Callable[[Event], None] | None = None, **create_kwargs: Any) -> LoopResult:
+             on_event: Callable[[Event], None] | None = None, stream: bool = False,
+             on_text: TextCallback | None = None, on_tool_use: ToolUseCallback | None = None,
+             **create_kwargs: Any) -> LoopResult:
     """Run the agent loop from `messages` (ending with the user's turn) until it stops.
 
     `messages` is not modified; `result.messages` is the history with this run's turns
@@ -76,7 +186,18 @@ def run_loop(client: Any, messages: list[dict], *, tools: ToolRegistry | list | 
     `on_event` is called with a dict for every step (request, response, tool_call,
     tool_result, error, stop); a response event's `content` is the content as stored
     in the history (see `storable_content`; `client.last` has the raw response).
+
+    `stream=True` streams each model call (`client.create(..., stream=True,
+    on_event=...)`); the loop still works on the final message, so the run, its history
+    and its budgets are what they would be unstreamed. Meanwhile `on_text(delta)` gets
+    each piece of text as it arrives and `on_tool_use(call)` each tool call as it forms
+    and when it is complete (see `StreamWatcher` for the dict). A response event then
+    carries `stream`: `{"events", "first_token", "first_text"}` (seconds from the
+    request). A stream that breaks (StreamError, or an `error` event's typed error)
+    ends the run as `api_error`, nothing of it kept and none of its tool calls run.
     """
+    if not stream and (on_text is not None or on_tool_use is not None):
+        raise TypeError("on_text and on_tool_use are called as a streamed answer arrives: pass stream=True as well")
     registry = tools if isinstance(tools, ToolRegistry) or tools is None else ToolRegistry(tools)
     schemas = registry.schemas() if registry else None
     history = list(messages)
@@ -89,10 +210,17 @@ def run_loop(client: Any, messages: list[dict], *, tools: ToolRegistry | list | 
         emit({"type": "stop", "stop": stop, "reason": reason})
         return LoopResult(stop, reason, text, history, iterations, usage, error)
 
-    def failed(err: APIError, what: str, iteration: int) -> LoopResult:
+    def failed(err: APIError, what: str, iteration: int, watcher: StreamWatcher | None = None) -> LoopResult:
         first_line = str(err).splitlines()[0]
-        emit({"type": "error", "iteration": iteration, "error": first_line})
-        return finish("api_error", f"{what} failed: {first_line}", error=err)
+        event: Event = {"type": "error", "iteration": iteration, "error": first_line}
+        reason = f"{what} failed: {first_line}"
+        if watcher is not None:  # a stream that broke (or never began): what of it had arrived
+            event["stream"] = watcher.summary()
+            if watcher.calls_seen:
+                reason += (f"; {watcher.calls_seen} tool call(s) of the broken response were not executed "
+                           f"({watcher.done_calls} of them complete)")
+        emit(event)
+        return finish("api_error", reason, error=err)
 
     iterations = 0
     while True:
@@ -108,16 +236,24 @@ def run_loop(client: Any, messages: list[dict], *, tools: ToolRegistry | list | 
         iterations += 1
         emit({"type": "request", "iteration": iterations, "messages": len(history), "sent": len(view)})
         started = time.perf_counter()
+        watcher = StreamWatcher(iterations, started, on_text, on_tool_use) if stream else None
         try:
-            response = client.create(view, system=system, tools=schemas, **create_kwargs)
+            if watcher is not None:
+                response = client.create(view, system=system, tools=schemas, stream=True, on_event=watcher,
+                                         **create_kwargs)
+            else:
+                response = client.create(view, system=system, tools=schemas, **create_kwargs)
         except APIError as err:  # nothing was appended for this call: the history is as it was
-            return failed(err, "the API call", iterations)
+            return failed(err, "the API call", iterations, watcher)
         usage.add(response.get("usage") or {})
         stop_reason = response.get("stop_reason")
         content = storable_content(response.get("content"), used_ids)
-        emit({"type": "response", "iteration": iterations, "stop_reason": stop_reason,
-              "content": content, "usage": response.get("usage"),
-              "seconds": time.perf_counter() - started})
+        event: Event = {"type": "response", "iteration": iterations, "stop_reason": stop_reason,
+                        "content": content, "usage": response.get("usage"),
+                        "seconds": time.perf_counter() - started}
+        if watcher is not None:
+            event["stream"] = watcher.summary()
+        emit(event)
         calls = [b for b in content if b["type"] == "tool_use"]
         if content:
             history.append(assistant(content))

@@ -488,6 +488,9 @@ class MessageAccumulator:
         kind, message = _clip(str(error.get("type") or "error"), 100), _clip(str(error.get("message", "")), 2000)
         err = error_for_type(kind)(f"{message} (an error event in the middle of the stream, {self.progress()}; "
                                    f"the HTTP status had been 200)", type=kind)
+        meaning = err.hint.split(". ")[0].rstrip(".")  # "The API is overloaded right now"; its retry advice does not apply
+        err.hint = (f"{meaning}. The error came after the stream had begun, so it was not retried (a retry would "
+                    "repeat what already arrived). `err.partial` holds the message so far; call again to start over.")
         err.partial = self.snapshot()
         return err
 

@@ -6,7 +6,8 @@ This module imports ipywidgets, so `miniagent/__init__.py` never imports it: onl
 compares text only) see.
 
 The browser test finds the parts by their CSS classes: `miniagent-chat-input`,
-`miniagent-chat-send`, `miniagent-chat-transcript`, `miniagent-chat-tokens`.
+`miniagent-chat-send`, `miniagent-chat-transcript`, `miniagent-chat-tokens`, and in the
+transcript `miniagent-answer` (the answer, growing while it streams).
 """
 
 from __future__ import annotations
@@ -36,11 +37,20 @@ class ChatView(widgets.VBox):
 
     Each question's tool calls appear as collapsible lines (`<details>`) holding the
     arguments and the result. `send(text)` does exactly what clicking Send does.
+
+    The answer is streamed (`stream=False` waits for it whole): the transcript is drawn
+    again at each piece of text, and a tool call shows as soon as its name is known,
+    its arguments growing (its result shows once the next answer begins: the view is
+    drawn from the stream's callbacks, not from the tools). Once the run ends, the
+    turn is drawn from the run's result and trace, exactly as an unstreamed run draws
+    it, so the text form (what nbval compares) does not depend on how it arrived.
     """
 
-    def __init__(self, agent: Any) -> None:
+    def __init__(self, agent: Any, *, stream: bool = True) -> None:
         self.agent = agent
-        self.turns: list[dict] = []  # {"question", "tools": [(call, result)], "answer", "stopped"}
+        self.stream = stream
+        self.turns: list[dict] = []  # {"question", "tools": [(call, result)], "answer", "stopped", "forming"}
+        self._live: _LiveTurn | None = None
         self.transcript = widgets.HTML()
         self.input = widgets.Text(placeholder="Ask the agent…", layout=widgets.Layout(flex="1 1 auto", width="auto"))
         self.button = widgets.Button(description="Send", button_style="primary", tooltip="Send (or press Enter)")
@@ -70,9 +80,14 @@ class ChatView(widgets.VBox):
         self.turns.append(turn)
         self._busy(True)
         start = len(self.agent.trace)
+        live: dict[str, Any] = {}
+        if self.stream:
+            self._live = _LiveTurn(turn, self.agent.trace, start, self._render_live)
+            live = {"stream": True, "on_text": self._live.text, "on_tool_use": self._live.tool_use}
         try:
-            result = self.agent.run(question)
+            result = self.agent.run(question, **live)
         except Exception as exc:
+            turn["answer"] = ""  # as an unstreamed run shows it: no answer, and why
             turn["stopped"] = f"{type(exc).__name__}: {exc}"
             raise
         else:
@@ -81,6 +96,8 @@ class ChatView(widgets.VBox):
             turn["stopped"] = None if result.ok else f"{result.stop}: {result.reason}"
             return result.text
         finally:
+            self._live = None
+            turn.pop("forming", None)
             self._busy(False)
 
     def _send_from_ui(self) -> None:
@@ -96,8 +113,14 @@ class ChatView(widgets.VBox):
 
     # --- rendering ---------------------------------------------------------------------
 
+    def _render_live(self) -> None:
+        """Draw the transcript while a streamed answer arrives (busy: input still disabled)."""
+        self._render(thinking=True)
+
     def _render(self, thinking: bool = False) -> None:
         parts = [_turn_html(turn) for turn in self.turns]
+        if thinking and self._live is not None and self._live.turn["answer"]:
+            thinking = False  # the answer is arriving: it shows that something is happening
         if thinking:
             parts.append('<div style="color:#888"><i>thinking…</i></div>')
         if not parts:
@@ -130,6 +153,39 @@ class ChatView(widgets.VBox):
         return data
 
 
+class _LiveTurn:
+    """A turn as its answer streams in: the text of the current round, the tool calls so far.
+
+    Fed by the loop's callbacks; reads the trace (from `start`) to learn that a new round
+    began (the text shown is the current response's) and which calls have run and with
+    what result. `redraw()` is called after each change.
+    """
+
+    def __init__(self, turn: dict, trace: Trace, start: int, redraw: Any) -> None:
+        self.turn, self.trace, self.start, self.redraw = turn, trace, start, redraw
+        self._seen = start   # trace events already looked at
+        turn["forming"] = {}  # block index -> the latest on_tool_use dict of this round
+
+    def text(self, delta: str) -> None:
+        self._catch_up()
+        self.turn["answer"] += delta
+        self.redraw()
+
+    def tool_use(self, call: dict) -> None:
+        self._catch_up()
+        self.turn["forming"][call["index"]] = call
+        self.redraw()
+
+    def _catch_up(self) -> None:
+        """Take in the trace events recorded since the last callback."""
+        events = self.trace.events
+        new, self._seen = events[self._seen:], len(events)
+        if any(e["type"] == "request" for e in new):  # a new round: its text replaces the last one's
+            self.turn["answer"], self.turn["forming"] = "", {}
+        if any(e["type"] in ("tool_call", "tool_result") for e in new):
+            self.turn["tools"] = _tool_pairs(events[self.start:])
+
+
 def _tool_pairs(events: list[dict]) -> list[tuple[dict, dict | None]]:
     """(tool_call, tool_result) events of one run, in the order the model asked for them."""
     results = {e.get("id"): e for e in events if e["type"] == "tool_result"}
@@ -149,6 +205,10 @@ def _turn_html(turn: dict) -> str:
             f'<div style="margin-left:16px">arguments: <code>{esc(_args(call.get("input", {})))}</code><br>'
             f'{"error" if failed else "result"}:<pre style="white-space:pre-wrap;margin:2px 0">{esc(content)}</pre>'
             f"</div></details>")
+    for call in (turn.get("forming") or {}).values():  # streaming: calls of this round not yet run
+        shown = _args(call["input"]) if call["done"] and call["input"] is not None else call["partial_json"] + "…"
+        out.append(f'<div class="miniagent-tool-forming" style="margin:2px 0 2px 16px;color:#888">'
+                   f'tool: {esc(str(call["name"]))}({esc(shown)})</div>')
     if turn["answer"]:
         out.append(f'<div class="miniagent-answer" style="margin:6px 0;white-space:pre-wrap">'
                    f"<b>Agent:</b> {esc(turn['answer'])}</div>")

@@ -43,17 +43,28 @@ def round_one(out):
     return out.split("--- round 1 ---", 1)[1].split("--- round 2 ---", 1)[0]
 
 
-def test_demo_offline_verbose(capsys):
-    assert main(["--verbose", DEMO_QUESTION]) == 0
+def final_answer(out):
+    """The answer in a verbose printout: after "Final answer:", or streamed, the last round's text."""
+    if "Final answer:" in out:
+        assert out.count("Final answer:") == 1
+        return out.split("Final answer:", 1)[1]
+    last_round = out.rsplit("\n--- round ", 1)[1]
+    assert "tool call:" not in last_round
+    return last_round.split("model: ", 1)[1]
+
+
+@pytest.mark.parametrize("flags", [[], ["--no-stream"]], ids=["streamed", "not-streamed"])
+def test_demo_offline_verbose(capsys, flags):
+    assert main([*flags, "--verbose", DEMO_QUESTION]) == 0
     out = capsys.readouterr().out
     assert out.startswith("offline (mock API) · model ")
     first = round_one(out)
     assert [line.split("(")[0] for line in first.splitlines() if line.startswith("tool call:")] == \
         ["tool call: get_current_time", "tool call: calculate", "tool call: get_weather", "tool call: get_weather"]
     assert "北京" in first and "上海" in first and "  result: 3584" in first
-    answer = out.split("Final answer:", 1)[1]
+    answer = final_answer(out)
     assert "3584" in answer and "北京" in answer and "上海" in answer
-    assert out.count("Final answer:") == 1
+    assert ("Final answer:" in out) == ("--no-stream" in flags)
 
 
 def test_demo_offline_quiet_prints_mode_then_answer(capsys):
@@ -132,7 +143,8 @@ def test_help(capsys):
         main(["--help"])
     assert exit_info.value.code == 0
     out = capsys.readouterr().out
-    for flag in ("--offline", "--live", "--model", "--max-iterations", "--verbose", "--trace", "--system"):
+    for flag in ("--offline", "--live", "--model", "--max-iterations", "--verbose", "--no-stream", "--trace",
+                 "--system"):
         assert flag in out
 
 
@@ -160,7 +172,7 @@ def test_subprocess_demo():
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.startswith("offline (mock API)")
     assert round_one(proc.stdout).count("tool call:") == 4
-    assert "3584" in proc.stdout.split("Final answer:", 1)[1]
+    assert "3584" in final_answer(proc.stdout)
 
 
 def test_subprocess_live_without_key():

@@ -83,9 +83,15 @@ def test_a_verdict_is_one_line_with_ok_and_kind():
     assert exercises.Verdict(2, DONE).ok and not wrong.ok
 
 
-def test_every_exercise_of_00_to_05_has_a_check():
-    assert sorted(exercises.CHECKS) == ["00-1", "01-1", "01-2", "01-3", "02-1", "02-2", "02-3", "03-1", "03-2",
-                                        "03-3", "04-1", "04-2", "04-3", "05-1", "05-2", "05-3"]
+def test_every_exercise_in_the_notebooks_has_a_check_and_every_check_an_exercise():
+    import re
+    from pathlib import Path
+
+    sources = sorted((Path(__file__).parent.parent / "notebooks" / "src").glob("[0-9]*.py"))
+    called = {f"{nb}-{k}" for path in sources for nb, k in re.findall(r"exercises\.check_(\d\d)_(\d)\(", path.read_text())}
+    stated = {f"{path.name[:2]}-{k}" for path in sources for k in re.findall(r"\*\*Exercise (\d)\.\*\*", path.read_text())}
+    assert sorted(exercises.CHECKS) == sorted(called) == sorted(stated)
+    assert {"00-1", "01-3", "05-3", "06-3"} <= set(exercises.CHECKS)
     for key, check in exercises.CHECKS.items():
         assert check.__name__ == "check_" + key.replace("-", "_")
         assert getattr(exercises, check.__name__) is check
@@ -955,7 +961,8 @@ def test_no_answer_makes_any_check_raise(nb01):
             assert verdict.hint and "\n" not in repr(verdict), (key, answer, verdict)
 
 
-@pytest.mark.parametrize("key", ["01-3", "02-2", "03-1", "03-3", "04-1", "04-2", "04-3", "05-1", "05-2", "05-3"])
+@pytest.mark.parametrize("key", ["01-3", "02-2", "03-1", "03-3", "04-1", "04-2", "04-3", "05-1", "05-2", "05-3",
+                                 "06-1", "06-2", "06-3"])
 def test_an_answer_that_never_returns_is_reported_not_waited_for(key, short_timeout, nb01, nb04):
     """Learner code that hangs (an endless loop, a sleep of an hour) costs a check TIMEOUT seconds."""
     def hangs(*args, **kwargs):
@@ -984,3 +991,156 @@ def test_an_answer_that_never_returns_is_reported_not_waited_for(key, short_time
             "restart the kernel")
     assert time.perf_counter() - started < 5
 
+
+
+# --- 06 · Streaming ----------------------------------------------------------------------------
+
+import json  # noqa: E402
+
+
+def hand_made_events_of(raw):
+    """The notebook's first parser: one data: line per event (the exercise's starting point)."""
+    events = []
+    for chunk in raw.decode().split("\n\n"):
+        for line in chunk.splitlines():
+            if line.startswith("data:"):
+                events.append(json.loads(line[len("data:"):]))
+    return events
+
+
+def reference_parse_events(raw):
+    events = []
+    text = raw.decode("utf-8").replace("\r\n", "\n").replace("\r", "\n")
+    for chunk in text.split("\n\n"):
+        data = [line[5:].removeprefix(" ") for line in chunk.split("\n") if line.startswith("data:")]
+        if data:
+            events.append(json.loads("\n".join(data)))
+    return events
+
+
+def test_06_1_reference_and_odd_but_valid():
+    done(exercises.check_06_1(reference_parse_events))
+
+    def with_the_package(raw):  # odd but valid: the package's parser, then json.loads
+        return [json.loads(sse.data) for sse in miniagent.SSEParser().feed(raw)]
+    done(exercises.check_06_1(with_the_package))
+
+
+def test_06_1_wrong_answers():
+    not_yet(exercises.check_06_1(hand_made_events_of), "JSON over two data: lines")
+
+    def data_text(raw):  # the data lines, unparsed
+        return [line[6:] for line in raw.decode().splitlines() if line.startswith("data: ")]
+    wrong_kind(exercises.check_06_1(data_text), "json.loads")
+
+    def only_deltas(raw):  # keeps the deltas only
+        return [e for e in reference_parse_events(raw) if e["type"] == "content_block_delta"]
+    not_yet(exercises.check_06_1(only_deltas), "events where there are")
+    wrong_kind(exercises.check_06_1("parse_events"), "should be a function")
+
+
+def reference_tool_inputs(events):
+    fragments, inputs = {}, {}
+    for event in events:
+        if event["type"] == "content_block_start" and event["content_block"]["type"] == "tool_use":
+            fragments[event["index"]] = []
+        elif event["type"] == "content_block_delta" and event["index"] in fragments:
+            fragments[event["index"]].append(event["delta"].get("partial_json", ""))
+        elif event["type"] == "content_block_stop" and event["index"] in fragments:
+            text = "".join(fragments[event["index"]])
+            try:
+                inputs[event["index"]] = json.loads(text) if text else {}
+            except json.JSONDecodeError:
+                inputs[event["index"]] = None
+    return {index: inputs.get(index) for index in fragments}
+
+
+def test_06_2_reference_and_odd_but_valid():
+    done(exercises.check_06_2(reference_tool_inputs))
+
+    def with_the_accumulator(events):  # odd but valid: feed the package's accumulator, read its blocks
+        acc = miniagent.MessageAccumulator()
+        for event in events:
+            acc.add(event)
+        final = acc.message or acc.snapshot()
+        cut = {item["index"] for item in acc.incomplete} | {item["index"] for item in acc.forming}
+        return {i: (None if i in cut else b["input"]) for i, b in enumerate(final["content"]) if b["type"] == "tool_use"}
+    done(exercises.check_06_2(with_the_accumulator))
+
+
+def test_06_2_wrong_answers():
+    def one_buffer(events):  # joins fragments across blocks
+        out, text = {}, ""
+        for e in events:
+            if e["type"] == "content_block_start" and e["content_block"]["type"] == "tool_use":
+                out[e["index"]] = None
+            elif e["type"] == "content_block_delta" and "partial_json" in e["delta"]:
+                text += e["delta"]["partial_json"]
+            elif e["type"] == "content_block_stop" and e["index"] in out:
+                try:
+                    out[e["index"]] = json.loads(text) if text else {}
+                except json.JSONDecodeError:
+                    out[e["index"]] = None
+        return out
+    not_yet(exercises.check_06_2(one_buffer), "by its index")
+
+    def guesses_empty(events):  # an unfinished call becomes {}: it would run with no arguments
+        return {i: ({} if v is None else v) for i, v in reference_tool_inputs(events).items()}
+    not_yet(exercises.check_06_2(guesses_empty), "never completed", "None")
+
+    def stops_only(events):  # forgets blocks that never stopped
+        return {i: v for i, v in reference_tool_inputs(events).items() if v is not None}
+    not_yet(exercises.check_06_2(stops_only), "every tool_use block has an entry")
+    wrong_kind(exercises.check_06_2(lambda events: [1, 2]), "return a dict")
+
+
+def reference_time_to_first_text(client, messages):
+    started = time.perf_counter()
+    with client.stream(messages) as stream:
+        for event in stream:
+            if event["type"] == "content_block_delta" and event["delta"]["type"] == "text_delta":
+                return time.perf_counter() - started
+    return time.perf_counter() - started
+
+
+def test_06_3_reference_and_odd_but_valid():
+    done(exercises.check_06_3(reference_time_to_first_text))
+
+    def with_create(client, messages):  # odd but valid: create(stream=True) and an exception to stop early
+        class First(Exception):
+            pass
+        started = time.perf_counter()
+
+        def on_event(event):
+            if event["type"] == "content_block_delta" and event["delta"]["type"] == "text_delta":
+                raise First
+        try:
+            client.create(messages, stream=True, on_event=on_event)
+        except First:
+            pass
+        return time.perf_counter() - started
+    done(exercises.check_06_3(with_create))
+
+
+def test_06_3_wrong_answers():
+    def plain(client, messages):  # a plain call: nothing arrives until the end
+        started = time.perf_counter()
+        client.create(messages)
+        return time.perf_counter() - started
+    not_yet(exercises.check_06_3(plain), "no streamed request")
+
+    def first_event(client, messages):  # stops at message_start, before any text
+        started = time.perf_counter()
+        with client.stream(messages) as stream:
+            next(iter(stream))
+        return time.perf_counter() - started
+    not_yet(exercises.check_06_3(first_event), "before any text could arrive")
+
+    def whole(client, messages):  # the whole stream
+        started = time.perf_counter()
+        with client.stream(messages) as stream:
+            for _ in stream:
+                pass
+        return time.perf_counter() - started
+    not_yet(exercises.check_06_3(whole), "nearer the whole answer")
+    wrong_kind(exercises.check_06_3(lambda client, messages: "0.2 s"), "return the seconds")

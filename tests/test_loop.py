@@ -1,5 +1,10 @@
-"""The ReAct loop: every stop_reason, the budgets, parallel tools, and a history that stays valid."""
+"""The ReAct loop: every stop_reason, the budgets, parallel tools, and a history that stays valid.
 
+Every test runs twice: with plain calls and streamed (`loop` is `run_loop` with `stream=`
+False or True), since the loop must behave the same whichever way its answers arrive.
+"""
+
+import functools
 import threading
 
 import pytest
@@ -42,34 +47,41 @@ def llm():
     assert not rejected, f"the strict mock rejected a request the loop sent: {rejected[0]['response']}"
 
 
+@pytest.fixture(params=[False, True], ids=["plain", "streamed"])
+def loop(request, llm):
+    """run_loop, plain or streamed; afterwards, every request was sent the way the test says."""
+    yield functools.partial(run_loop, stream=request.param)
+    assert [bool(r["body"].get("stream")) for r in llm.mock.requests] == [request.param] * len(llm.mock.requests)
+
+
 def all_accepted(llm):
     """No request the loop sent was rejected by the strict mock."""
     return [r["status"] for r in llm.mock.records] == [200] * len(llm.mock.records)
 
 
-def test_tool_round_then_answer(llm):
+def test_tool_round_then_answer(loop, llm):
     llm.mock.script({"content": [call()]}, text("Sunny in Paris."))
-    result = run_loop(llm, Q, tools=TOOLS)
+    result = loop(llm, Q, tools=TOOLS)
     assert (result.stop, result.text, result.iterations) == ("end_turn", "Sunny in Paris.", 2)
     assert [m["role"] for m in result.messages] == ["user", "assistant", "user", "assistant"]
     assert tool_results(result.messages[2])[0]["content"] == "Paris: sunny, 20°C"
     assert conversation_error(result.messages) is None and all_accepted(llm)
 
 
-def test_input_messages_are_not_modified(llm):
+def test_input_messages_are_not_modified(loop, llm):
     llm.mock.script(text("hi"))
     messages = list(Q)
-    run_loop(llm, messages, tools=TOOLS)
+    loop(llm, messages, tools=TOOLS)
     assert messages == Q
 
 
-def test_stop_sequence_finishes(llm):
+def test_stop_sequence_finishes(loop, llm):
     llm.mock.script({"content": [{"type": "text", "text": "one"}], "stop_reason": "stop_sequence", "stop_sequence": "##"})
-    result = run_loop(llm, Q, tools=TOOLS)
+    result = loop(llm, Q, tools=TOOLS)
     assert result.stop == "stop_sequence" and result.ok
 
 
-def test_parallel_calls_answer_in_one_message_in_call_order(llm):
+def test_parallel_calls_answer_in_one_message_in_call_order(loop, llm):
     barrier = threading.Barrier(3, timeout=5)
 
     @tool
@@ -83,44 +95,44 @@ def test_parallel_calls_answer_in_one_message_in_call_order(llm):
         return word
 
     llm.mock.script({"content": [call("slow_echo", word=w) for w in ("a", "b", "c")]}, text("done"))
-    result = run_loop(llm, Q, tools=[slow_echo])
+    result = loop(llm, Q, tools=[slow_echo])
     results = tool_results(result.messages[2])
     assert [r["content"] for r in results] == ["a", "b", "c"]
     ids = [b["id"] for b in result.messages[1]["content"]]
     assert [r["tool_use_id"] for r in results] == ids and all_accepted(llm)
 
 
-def test_tool_errors_go_back_to_the_model(llm):
+def test_tool_errors_go_back_to_the_model(loop, llm):
     llm.mock.script({"content": [call("no_such_tool", x=1)]}, text("Sorry."))
-    result = run_loop(llm, Q, tools=TOOLS)
+    result = loop(llm, Q, tools=TOOLS)
     r = tool_results(result.messages[2])[0]
     assert r["is_error"] and "no_such_tool" in r["content"] and result.stop == "end_turn"
 
 
-def test_max_iterations_stops_a_runaway_model(llm):
+def test_max_iterations_stops_a_runaway_model(loop, llm):
     llm.mock.script(*[{"content": [call(city=f"c{i}")]} for i in range(10)])
-    result = run_loop(llm, Q, tools=TOOLS, max_iterations=3)
+    result = loop(llm, Q, tools=TOOLS, max_iterations=3)
     assert (result.stop, result.iterations) == ("max_iterations", 3)
     assert conversation_error(result.messages) is None and all_accepted(llm)
 
 
-def test_token_budget_stops_before_the_next_call(llm):
+def test_token_budget_stops_before_the_next_call(loop, llm):
     llm.mock.script(*[{"content": [call(city=f"c{i}")]} for i in range(10)])
-    result = run_loop(llm, Q, tools=TOOLS, token_budget=300)
+    result = loop(llm, Q, tools=TOOLS, token_budget=300)
     assert result.stop == "token_budget" and result.usage.total_tokens >= 300
     assert result.iterations < 10 and "budget 300" in result.reason
 
 
-def test_repeated_identical_call_is_detected(llm):
+def test_repeated_identical_call_is_detected(loop, llm):
     llm.mock.script(*[{"content": [call(city="Paris")]} for _ in range(10)])
-    result = run_loop(llm, Q, tools=TOOLS, max_repeats=2)
+    result = loop(llm, Q, tools=TOOLS, max_repeats=2)
     assert result.stop == "repeated_call" and result.iterations == 3
     last = tool_results(result.messages[-1])[0]
     assert last["is_error"] and "not executed" in last["content"]
     assert conversation_error(result.messages) is None
 
 
-def test_truncated_tool_call_is_never_executed(llm):
+def test_truncated_tool_call_is_never_executed(loop, llm):
     ran = []
 
     @tool
@@ -135,45 +147,45 @@ def test_truncated_tool_call_is_never_executed(llm):
 
     llm.mock.script({"content": [{"type": "text", "text": "Deleting"}, {"type": "tool_use", "name": "delete_file",
                                                                       "input": {}}], "stop_reason": "max_tokens"})
-    result = run_loop(llm, Q, tools=[delete_file])
+    result = loop(llm, Q, tools=[delete_file])
     assert ran == [] and result.stop == "max_tokens"
     assert "not executed" in tool_results(result.messages[-1])[0]["content"]
     assert conversation_error(result.messages) is None
 
 
-def test_max_tokens_in_text_stops_with_the_partial_answer(llm):
+def test_max_tokens_in_text_stops_with_the_partial_answer(loop, llm):
     llm.mock.script(text("The answer is cut", stop="max_tokens"))
-    result = run_loop(llm, Q, tools=TOOLS)
+    result = loop(llm, Q, tools=TOOLS)
     assert (result.stop, result.text) == ("max_tokens", "The answer is cut")
     assert result.messages[-1]["role"] == "assistant"
 
 
-def test_refusal_and_unknown_stop_reasons_stop_with_a_reason(llm):
+def test_refusal_and_unknown_stop_reasons_stop_with_a_reason(loop, llm):
     llm.mock.script({"content": [], "stop_reason": "refusal"})
-    result = run_loop(llm, Q, tools=TOOLS)
+    result = loop(llm, Q, tools=TOOLS)
     assert result.stop == "refusal" and result.messages == Q
     llm.mock.script(text("hm", stop="model_context_window_exceeded"))
-    result = run_loop(llm, Q, tools=TOOLS)
+    result = loop(llm, Q, tools=TOOLS)
     assert result.stop == "unknown_stop_reason" and "model_context_window_exceeded" in result.reason
 
 
-def test_pause_turn_continues(llm):
+def test_pause_turn_continues(loop, llm):
     llm.mock.script(text("Working on it", stop="pause_turn"), text("Done."))
-    result = run_loop(llm, Q, tools=TOOLS)
+    result = loop(llm, Q, tools=TOOLS)
     assert (result.stop, result.iterations) == ("end_turn", 2)
 
 
-def test_failed_api_call_leaves_history_as_it_was(llm):
+def test_failed_api_call_leaves_history_as_it_was(loop, llm):
     llm.mock.script({"content": [call()]}, {"status": 400, "error": {"type": "invalid_request_error", "message": "boom"}})
-    result = run_loop(llm, Q, tools=TOOLS)
+    result = loop(llm, Q, tools=TOOLS)
     assert result.stop == "api_error" and result.error.status == 400
     assert len(result.messages) == 3 and result.messages[-1]["role"] == "user"  # the tool turn, nothing after it
     assert conversation_error(result.messages) is None
 
 
-def test_events_describe_every_step(llm):
+def test_events_describe_every_step(loop, llm):
     llm.mock.script({"content": [call()]}, text("ok"))
     events = []
-    run_loop(llm, Q, tools=TOOLS, on_event=events.append)
+    loop(llm, Q, tools=TOOLS, on_event=events.append)
     assert [e["type"] for e in events] == ["request", "response", "tool_call", "tool_result", "request", "response",
                                            "stop"]

@@ -1,5 +1,7 @@
 """ChatView and TraceView: sending works like clicking, tool calls show, the text form is meaningful."""
 
+import html
+import re
 from datetime import datetime, timezone
 
 import pytest
@@ -95,7 +97,7 @@ def test_a_stopped_run_is_shown(chat):
 
 
 def test_an_exception_is_shown_and_raised_by_send(chat, monkeypatch):
-    def boom(question):
+    def boom(question, **streaming):
         raise RuntimeError("kaboom")
 
     monkeypatch.setattr(chat.agent, "run", boom)
@@ -124,3 +126,43 @@ def test_trace_view(chat):
     view.refresh()
     assert view.value.count("<tr>") > rows
     assert view._repr_mimebundle_()["text/plain"] == repr(view)
+
+
+# --- streamed ---------------------------------------------------------------------------------
+
+
+def answers_shown(values: list[str]) -> list[str]:
+    """The answer text in each transcript value that shows one (HTML-escaped, as drawn)."""
+    found = [re.search(r'class="miniagent-answer"[^>]*><b>Agent:</b> (.*?)</div>', v, re.S) for v in values]
+    return [m.group(1) for m in found if m]
+
+
+def test_the_answer_is_drawn_as_it_arrives(chat):
+    values: list[str] = []
+    chat.transcript.observe(lambda change: values.append(change["new"]), names="value")
+    answer = chat.send(DEMO)
+    final = html.escape(answer)
+    shown = answers_shown(values)
+    partial = [a for a in dict.fromkeys(shown) if a != final and final.startswith(a)]
+    assert len(partial) >= 2 and shown[-1] == final  # it grew in steps, then the final answer
+    assert any('class="miniagent-tool-forming"' in v for v in values)  # tool calls showed as they formed
+    assert 'class="miniagent-tool-forming"' not in values[-1] and "thinking" not in values[-1]
+    assert all(r["body"]["stream"] for r in chat.agent.client.mock.requests)
+
+
+def test_streamed_and_unstreamed_chats_read_the_same(chat):
+    plain = ChatView(Agent(connect(offline=True, quiet=True)), stream=False)
+    for question in (DEMO, "Hi, my name is Ada.", "What is my name?"):
+        chat.send(question)
+        plain.send(question)
+    assert repr(chat) == repr(plain) and chat.transcript.value == plain.transcript.value
+    assert not any(r["body"].get("stream") for r in plain.agent.client.mock.requests)
+
+
+def test_a_stream_that_breaks_shows_no_half_answer(chat):
+    from miniagent.mock import scripts
+
+    chat.agent.client.mock.script(scripts.overloaded_midway("A long answer that will not arrive whole.", deltas=2))
+    assert chat.send("Hello!") == ""
+    assert "stopped: api_error" in chat.transcript.value and "A long answer" not in chat.transcript.value
+    assert chat.turns[-1]["answer"] == "" and "forming" not in chat.turns[-1]

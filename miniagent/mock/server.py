@@ -252,12 +252,14 @@ class _Handler(BaseHTTPRequestHandler):
             time.sleep(reply.delay)
         self.connection.settimeout(self.server.request_timeout)
         pending = _response_bytes(reply, close=self.close_connection)
+        due = time.monotonic()  # waits add up on one schedule: a late wake-up is not carried into the next
         for wait, chunk in reply.events or []:
             if wait > 0:
+                due += wait
                 if pending:
                     self.wfile.write(pending)  # flushed: the socket file is unbuffered
                     pending = b""
-                if _client_left(self.connection, wait):
+                if _client_left(self.connection, max(0.0, due - time.monotonic())):
                     self._log(f"{reply.status} (stream: the client left midway)")
                     self.close_connection = True
                     return

@@ -394,9 +394,5 @@ def reference_slowest_tool(trace):
 miniagent.exercises.check_05_3(reference_slowest_tool)
 
 # %% [markdown]
-# **Next.** 06 · Streaming, where the answer arrives as it is written, is the next
-# notebook to be written (the [roadmap](../README.md#roadmap) says what exists). Until
-# then, two real next steps: run the agent from a terminal with
-# `python -m miniagent --verbose "your question"` (add `--trace run.jsonl` and read the
-# trace with `miniagent.Trace.from_jsonl`), and read `miniagent/loop.py` and
-# `miniagent/agent.py` top to bottom: together they are this notebook.
+# **Next: [06 · Streaming](06_streaming.ipynb)** — the answer arrives as it is written,
+# and tool calls as they form, while the loop and this agent still see one message.

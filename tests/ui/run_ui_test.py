@@ -5,8 +5,12 @@
 It starts JupyterLab on a free port with a random token, serving a temporary copy
 of the notebooks (so the browser can never save over the committed ones), opens
 05_agent.ipynb, runs all cells, types the article's demo question into the chat
-widget, clicks Send, and checks that the answer with "3584" appears in the widget;
-then checks that Enter sends too. Then it opens the student edition of 00_setup.ipynb
+widget, clicks Send, and checks that the answer with "3584" appears in the widget,
+and that it appeared piece by piece: the served copy ends with one added cell that
+paces the notebook's mock (`llm.mock.pace(...)`: first text after 0.3 s, then 20
+tokens a second, like a real model), and the page records the answer's text at every
+change of the transcript, which must show at least two growing partial answers
+before the final one. Then it checks that Enter sends too. Then it opens the student edition of 00_setup.ipynb
 (as `make student` writes it: no reference solution, the check's output cleared), runs
 it, and checks that its exercise check says "not yet" there. Screenshots go to
 ui-test/chat.png and ui-test/student.png (and ui-test/failure.png when a step fails).
@@ -40,6 +44,21 @@ STUDENT_CHECK = "check_00_1(cut_response, llm)"
 OUT = ROOT / "ui-test"
 CHROMIUM = os.environ.get("MINIAGENT_CHROMIUM", "/usr/bin/chromium")
 DEMO = "现在几点了？顺便帮我算一下 (1024 + 768) * 2，再告诉我北京和上海的天气。"
+# Added at the end of the served copy of notebook 05 (never to the committed one): the cells above
+# run at the mock's full speed, the questions typed into the widget afterwards arrive at a model's pace.
+PACE_CELL = ("# Added by the browser test: the mock now answers at a model's pace, so the chat widget\n"
+             "# can be seen to show the answer as it arrives.\n"
+             "llm.mock.pace(first=0.3, rate=20)")
+# In the page: the text of the newest answer in the chat, recorded at every change of the transcript.
+WATCH_ANSWERS = """() => {
+    window.__answers = [];
+    const transcript = document.querySelector('.miniagent-chat-transcript');
+    const record = () => {
+        const answers = transcript.querySelectorAll('.miniagent-answer');
+        if (answers.length) window.__answers.push(answers[answers.length - 1].innerText);
+    };
+    new MutationObserver(record).observe(transcript, {childList: true, subtree: true, characterData: true});
+}"""
 CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking",
                  "--disable-component-update", "--disable-sync", "--no-first-run"]
 # JupyterLab settings for the test: no news toast, no update check, no autosave, and every
@@ -70,11 +89,20 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
+def paced_copy(source: Path, target: Path) -> None:
+    """The notebook with PACE_CELL added at its end."""
+    import nbformat
+
+    notebook = nbformat.read(source, as_version=4)
+    notebook.cells.append(nbformat.v4.new_code_cell(PACE_CELL))
+    nbformat.write(notebook, target)
+
+
 def prepare(workdir: Path) -> tuple[Path, dict]:
     """A copy of the notebooks to serve, and the environment for the server."""
     served = workdir / "notebooks"
     served.mkdir()
-    shutil.copy(ROOT / "notebooks" / NOTEBOOK, served / NOTEBOOK)
+    paced_copy(ROOT / "notebooks" / NOTEBOOK, served / NOTEBOOK)
     nbtools().student_edition(ROOT / "notebooks" / STUDENT_NOTEBOOK, served / "student")
     settings = workdir / "settings"
     for name, values in SETTINGS.items():
@@ -159,16 +187,19 @@ def drive(page, base: str, token: str) -> None:
         raise UITestError("the transcript holds 3584 before the question was asked; the check would prove nothing")
     wait_kernel_idle(page, 60)
 
-    step("ask the demo question")
+    step("ask the demo question (the mock is paced now)")
     chat_input.scroll_into_view_if_needed()
     chat_input.fill(DEMO)
+    page.evaluate(WATCH_ANSWERS)
     page.locator("button.miniagent-chat-send").click()
     try:
         page.wait_for_function("document.querySelector('.miniagent-chat-transcript').innerText.includes('3584')",
                                timeout=30_000)
+        page.wait_for_selector("button.miniagent-chat-send:not([disabled])", timeout=30_000)  # the run is over
     except Exception as exc:  # playwright's TimeoutError; say what the widget showed instead
         raise UITestError(f"no answer with 3584 in the chat widget within 30 s; it shows:\n"
                           f"{transcript.inner_text()[-800:]}") from exc
+    check_streamed(page.evaluate("window.__answers"))
     text = transcript.inner_text()
     if DEMO not in text or text.count("tool: get_weather") < 2:
         raise UITestError(f"the answer came, but the question or its tool calls are missing:\n{text[-800:]}")
@@ -191,6 +222,19 @@ def drive(page, base: str, token: str) -> None:
                                timeout=30_000)
     except Exception as exc:  # playwright's TimeoutError
         raise UITestError("pressing Enter in the chat box did not send the question") from exc
+
+
+def check_streamed(answers: list[str]) -> None:
+    """The answer grew in the widget: at least two distinct partial answers, each a start of the final one."""
+    if not answers or "3584" not in answers[-1]:
+        raise UITestError(f"the page recorded no final answer with 3584; it recorded: {answers[-3:]!r}")
+    final = answers[-1].rstrip()
+    partial = [a for a in dict.fromkeys(a.rstrip() for a in answers)
+               if a != final and len(a) > len("Agent:") and final.startswith(a)]
+    step(f"the answer arrived in {len(partial)} partial states before the final one")
+    if len(partial) < 2:
+        raise UITestError(f"the answer did not arrive piece by piece: {len(partial)} partial state(s) seen "
+                          f"before the final one; recorded states: {list(dict.fromkeys(answers))[-6:]!r}")
 
 
 def drive_student(page, base: str, token: str) -> None:
