@@ -508,3 +508,30 @@ def test_an_error_event_of_any_shape_is_still_an_api_error():
     for event in ({"type": "error"}, {"type": "error", "error": "boom"}, {"type": "error", "error": {"type": ["x"]}}):
         with pytest.raises(APIError):
             MessageAccumulator().add(event)
+
+
+# --- the package's accumulator against the mock's own streams ---------------------------------
+
+from hypothesis import given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+_WORDS = ["weather", "in", "Paris", "北京", "and", "calculate", "(2 + 3) * 4", "time", "hello", "😀", "Tokyo",
+          "what", "is", "my", "name", "summarise", "上海", "天气", "?", "please"]
+
+
+@settings(deadline=None)
+@given(words=st.lists(st.sampled_from(_WORDS), min_size=1, max_size=12), with_tools=st.booleans(),
+       max_tokens=st.sampled_from([5, 40, 1024]))
+def test_streamed_through_the_client_equals_the_plain_answer_for_any_question(words, with_tools, max_tokens):
+    """Acceptance: for random requests to the mock, create(stream=True) (the package's parser and
+    accumulator over the mock's event stream) returns exactly what create() returns."""
+    from miniagent import connect
+    from miniagent.builtin_tools import default_tools
+
+    question = [{"role": "user", "content": " ".join(words)}]
+    kwargs = {"tools": default_tools().schemas()} if with_tools else {}
+    plain_client, streamed_client = connect(offline=True, quiet=True), connect(offline=True, quiet=True)
+    plain = plain_client.create(question, max_tokens=max_tokens, **kwargs)
+    streamed = streamed_client.create(question, max_tokens=max_tokens, stream=True, **kwargs)
+    assert streamed == plain  # two fresh mocks: the same ids too
+    assert list(streamed) == list(plain)  # and the same key order, so printed JSON reads the same

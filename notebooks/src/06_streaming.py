@@ -41,9 +41,13 @@ headers = {"x-api-key": api_key, "anthropic-version": "2023-06-01", "content-typ
 body = {"model": llm.model, "max_tokens": 300, "stream": True,
         "messages": [{"role": "user", "content": "Hello! Who are you?"}]}
 
-with llm.http.stream("POST", url, headers=headers, json=body) as reply:
-    print(reply.status_code, reply.headers["content-type"])
-    raw = b"".join(reply.iter_bytes())
+for attempt in range(3):  # a busy API answers 429 or 529 before any event: wait, try again (notebook 01)
+    with llm.http.stream("POST", url, headers=headers, json=body) as reply:
+        raw = b"".join(reply.iter_bytes())
+    if reply.status_code not in (429, 529):
+        break
+    time.sleep(float(reply.headers.get("retry-after", 1)))
+print(reply.status_code, reply.headers["content-type"])
 print(raw.decode()[:900], "...")
 
 # %% [markdown]
