@@ -16,7 +16,7 @@ consolidated versions live:
     workload.py       the long, tool-heavy session notebook 04 and `make bench` measure
     agent.py          all of it assembled, with a trace
     mock/             the strict offline mock of the Messages API
-    exercises.py      the notebooks' exercise checks (miniagent.exercises.check_01_1, ...)
+    exercises/        the notebooks' exercise checks, a module per notebook (miniagent.exercises.check_01_1, ...)
 
 Names are imported lazily, so `import miniagent` stays fast and loads nothing you
 don't use (no ipywidgets, no matplotlib, no SDK).

@@ -1,0 +1,28 @@
+"""Checks for notebook 00 · Setup."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from miniagent.exercises._core import _clip, _exercise, _kind, not_yet, wrong_kind
+
+
+@_exercise("00", 1)
+def check_00_1(cut_response: Any, client: Any) -> None:
+    """A response cut off by `max_tokens`, that `client` really received (found in its exchanges)."""
+    if cut_response is None:
+        not_yet("cut_response is still None: keep what llm.create(...) returns")
+    if not isinstance(cut_response, dict):
+        wrong_kind(f"cut_response should be the dict that llm.create(...) returns, not {_kind(cut_response)}")
+    if "stop_reason" not in cut_response or "id" not in cut_response:
+        wrong_kind("cut_response should be the whole response, with its id and stop_reason; "
+                   f"this dict has {_clip(', '.join(map(str, cut_response)) or 'no keys')}")
+    received = [e for e in client.exchanges if e.status == 200 and isinstance(e.response, dict)
+                and e.response.get("id") == cut_response.get("id")
+                and e.response.get("usage") == cut_response.get("usage")]
+    if not received:
+        not_yet("llm never received this response: make the call with llm.create(...) and keep what it returns")
+    truth = received[-1]  # as it arrived: editing the dict's stop_reason changes nothing here
+    if truth.response.get("stop_reason") != "max_tokens":
+        not_yet(f"its stop_reason is {truth.response.get('stop_reason')!r}: the whole answer fit in "
+                f"max_tokens={truth.request['body'].get('max_tokens')}; ask for fewer tokens")

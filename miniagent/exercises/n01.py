@@ -1,0 +1,126 @@
+"""Checks for notebook 01 · One LLM call."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from miniagent.exercises._core import (_check_callable, _clip, _exercise, _kind, _plural, _run, _show,
+                                       not_yet, wrong_kind)
+
+
+def _system_text(system: Any) -> str:
+    if isinstance(system, str):
+        return system
+    if isinstance(system, list):
+        return " ".join(str(b.get("text", "")) for b in system if isinstance(b, dict))
+    return ""
+
+
+@_exercise("01", 1)
+def check_01_1(french_reply: Any) -> None:
+    """The httpx response to a request sent by hand with a top-level "system" prompt asking for French."""
+    import httpx
+
+    keep = "keep what post(...) returns (an httpx.Response, whose .request shows what was sent)"
+    if french_reply is None:
+        not_yet("french_reply is still None: send your request with post(...) and keep what it returns")
+    if isinstance(french_reply, dict):
+        wrong_kind(f"french_reply holds the reply's JSON (a dict); {keep}")
+    if isinstance(french_reply, str):
+        wrong_kind(f"french_reply holds text; {keep}")
+    if isinstance(french_reply, tuple):
+        wrong_kind(f"french_reply holds a tuple (from post_with_retries?); {keep}")
+    if not isinstance(french_reply, httpx.Response):
+        wrong_kind(f"french_reply is {_kind(french_reply)}; {keep}")
+    try:
+        request = french_reply.request
+    except RuntimeError:
+        wrong_kind(f"this httpx.Response was never sent; {keep}")
+    try:
+        body = json.loads(request.content)
+    except ValueError:
+        not_yet("the request behind french_reply has no JSON body: send a dict with post(...)")
+    if not isinstance(body, dict):
+        not_yet("the request behind french_reply sent JSON that is not an object: send a dict like body")
+    if not request.url.path.endswith("/v1/messages"):
+        not_yet(f"the request went to {request.url.path}, not /v1/messages: use post(...)")
+    messages = body.get("messages") if isinstance(body.get("messages"), list) else []
+    if "system" not in body:
+        if any(isinstance(m, dict) and m.get("role") == "system" for m in messages):
+            not_yet('the API has no "system" role in messages: the system prompt is a top-level '
+                    '"system" field, beside "messages"')
+        not_yet('the request behind french_reply has no "system" field: add one to a copy of body')
+    if french_reply.status_code != 200:
+        try:
+            error = french_reply.json()["error"]["message"]
+        except (ValueError, KeyError, TypeError):
+            error = french_reply.text
+        not_yet(f"the API answered {french_reply.status_code}: {_clip(error)}")
+    text = _system_text(body["system"]).lower()
+    if "french" not in text and "français" not in text and "francais" not in text:
+        not_yet(f"its system prompt does not ask for French: {_show(body['system'])}")
+
+
+@_exercise("01", 2)
+def check_01_2(failed_request_id: Any, client: Any) -> None:
+    """The request id of a 429 that `client` gave up on (its last attempt), as err.request_id gives it."""
+    if failed_request_id is None:
+        not_yet("failed_request_id is still None: catch the RateLimitError and keep err.request_id")
+    if isinstance(failed_request_id, BaseException):
+        wrong_kind("failed_request_id holds the exception itself; keep its .request_id, a string")
+    if not isinstance(failed_request_id, str):
+        wrong_kind(f"failed_request_id should be a request id, a str such as 'req_…', not {_kind(failed_request_id)}")
+
+    def request_id(exchange: Any) -> Any:
+        return exchange.response.get("request_id") if isinstance(exchange.response, dict) else None
+
+    rate_limited = [e for e in client.exchanges if e.status == 429 and request_id(e) == failed_request_id]
+    if not rate_limited:
+        not_yet(f"mock_llm got no 429 with the request id {_show(failed_request_id)}: make a 429 outlast the "
+                "retries, catch the RateLimitError from mock_llm.create(...), and keep err.request_id")
+    if all(e.waited > 0 for e in rate_limited):
+        not_yet("that 429 was retried, so the call went on; keep the id the exception carries, "
+                "from the attempt the client gave up on")
+
+
+@_exercise("01", 3)
+def check_01_3(impatient_post: Any, client: Any, payload: Any) -> None:
+    """`impatient_post(payload, sleep=...)` gives up at once on a retry-after over 30 s, and still waits
+    for a short one. Tried against `client.mock` (the mock the function posts to), with faults queued."""
+    _check_callable(impatient_post, "impatient_post", "your copy of post_with_retries")
+    mock = client.mock
+    cases = [(3600, False), (2, True), (31, False)]
+    for retry_after, retries in cases:
+        before = _last_request_number(mock)
+        mock.fault(429, retry_after=retry_after)
+        slept: list[float] = []
+        try:
+            _run(impatient_post, payload, name="impatient_post", case=f"(retry-after: {retry_after})",
+                 sleep=slept.append)
+        finally:
+            sent = len([r for r in mock.requests if r["n"] > before])
+            if sent == 0:
+                _drain_fault(mock, payload)
+        if sent == 0:
+            not_yet("impatient_post sent nothing to mock_llm's mock: post to mock_url with mock_http, "
+                    "as post_with_retries does")
+        if not retries and (sent > 1 or slept):
+            waited = f"waited {slept[0]:g} s and " if slept else ""
+            not_yet(f"with retry-after: {retry_after} it {waited}tried again ({_plural(sent, 'request')}); "
+                    "give up at once when retry-after is over 30 s")
+        if retries and (sent < 2 or slept[:1] != [retry_after]):
+            not_yet(f"with retry-after: {retry_after} it should wait {retry_after} s (through its sleep argument) "
+                    f"and try again; it sent {_plural(sent, 'request')} and slept {slept or 'never'}")
+
+
+def _last_request_number(mock: Any) -> int:
+    requests = mock.requests
+    return requests[-1]["n"] if requests else 0
+
+
+def _drain_fault(mock: Any, payload: Any) -> None:
+    """Use up a fault the learner's function never triggered, so it cannot hit a later call."""
+    headers = {"x-api-key": "exercise-check", "anthropic-version": "2023-06-01", "content-type": "application/json"}
+    body = json.dumps(payload if isinstance(payload, dict) else {}).encode()
+    mock.handle("POST", "/v1/messages", headers, body)

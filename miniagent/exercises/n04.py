@@ -1,0 +1,232 @@
+"""Checks for notebook 04 · Context."""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Iterable, Mapping
+from typing import Any, Callable
+
+from miniagent.exercises._core import (_check_callable, _clip, _exercise, _kind, _run, _show, not_yet,
+                                       wrong_kind)
+
+
+def _blocks(message: dict) -> list:
+    content = message.get("content")
+    return [{"type": "text", "text": content}] if isinstance(content, str) else list(content or [])
+
+
+def _ask(text: str) -> dict:
+    return {"role": "user", "content": text}
+
+
+def _reply(*content: Any) -> dict:
+    return {"role": "assistant", "content": list(content)}
+
+
+def _call(id: str, name: str = "get_weather", **input: Any) -> dict:
+    return {"type": "tool_use", "id": id, "name": name, "input": input or {"city": "Paris"}}
+
+
+def _result(id: str, text: str = "sunny, 25°C") -> dict:
+    return {"type": "tool_result", "tool_use_id": id, "content": text}
+
+
+def _text(text: str) -> dict:
+    return {"type": "text", "text": text}
+
+
+# The shape of each turn of the check's session: how many tool calls each round makes.
+_TURN_SHAPES = [(1,), (), (2,), (1, 1), (3,), (), (1,), (2, 1), (1,), (), (1, 2), (1,)]
+
+
+def _session() -> list[dict]:
+    """A long, tool-heavy history the learner has never seen: rounds of one to three calls,
+    some turns with no tools, some calls after a short text; every call answered."""
+    messages, n = [], 0
+    for turn, shape in enumerate(_TURN_SHAPES, 1):
+        messages.append(_ask(f"Question {turn}: what now?"))
+        for calls in shape:
+            ids = [f"toolu_s{n + i + 1:02d}" for i in range(calls)]
+            n += calls
+            lead = [_text("Let me check.")] if turn % 3 == 0 else []
+            messages.append(_reply(*lead, *[_call(i) for i in ids]))
+            messages.append({"role": "user", "content": [_result(i, f"result of {i}") for i in ids]})
+        messages.append(_reply(_text(f"Answer {turn}.")))
+    return messages
+
+
+def _requests() -> list[list[dict]]:
+    """Every request of the session: each prefix that ends with a user message."""
+    history = _session()
+    return [history[:i + 1] for i, m in enumerate(history) if m["role"] == "user"]
+
+
+def _orphans(messages: list[dict]) -> list[str]:
+    """The reference answer of 04-1: results whose tool_use is not in the message just before."""
+    found = []
+    for i, message in enumerate(messages):
+        before = _blocks(messages[i - 1]) if i > 0 else []
+        asked = {b.get("id") for b in before if b.get("type") == "tool_use"}
+        found += [b["tool_use_id"] for b in _blocks(message)
+                  if b.get("type") == "tool_result" and b["tool_use_id"] not in asked]
+    return found
+
+
+def _naive_view(messages: list[dict], max_turns: int) -> list[dict]:
+    """The article's trimMessages: the first message plus the last max_turns * 2 - 1."""
+    if len(messages) <= max_turns * 2:
+        return list(messages)
+    return [messages[0]] + messages[len(messages) - (max_turns * 2 - 1):]
+
+
+def _orphan_cases() -> list[tuple[str, list[dict]]]:
+    history = _session()
+    cut = next(r for r in _requests() if _orphans(_naive_view(r, 3)))
+    return [
+        ("a valid 20-message history", history[:20]),
+        (f"the naive window's view of a {len(cut)}-message history", _naive_view(cut, 3)),
+        ("a history whose first message holds a tool_result", [{"role": "user", "content": [_result("toolu_x")]}]),
+        ("a message with two results, one of them for a call made in that turn",
+         [_ask("Weather in Paris and Rome?"), _reply(_call("toolu_p")),
+          {"role": "user", "content": [_result("toolu_p"), _result("toolu_r")]}]),
+        ("a result whose tool_use is two messages back",
+         [_ask("Weather?"), _reply(_call("toolu_a")), _ask("Never mind."), _reply(_text("OK.")),
+          {"role": "user", "content": [_result("toolu_a")]}]),
+        ("a history whose messages all have string content",
+         [_ask("Hi"), {"role": "assistant", "content": "Hello!"}, _ask("Bye")]),
+    ]
+
+
+@_exercise("04", 1)
+def check_04_1(orphaned_results: Any) -> None:
+    """`orphaned_results(messages)` finds exactly the orphaned results, on histories it has not seen."""
+    _check_callable(orphaned_results, "orphaned_results", "orphaned_results(messages) returns a list of ids")
+    for what, messages in _orphan_cases():
+        want = _orphans(messages)
+        got = _run(orphaned_results, copy.deepcopy(messages), name="orphaned_results", case=f"on {what}")
+        if got is None:
+            not_yet(f"orphaned_results returned None on {what}: return a list of ids")
+        if isinstance(got, (str, bytes, dict)) or not isinstance(got, Iterable):
+            wrong_kind(f"orphaned_results returned {_kind(got)}; return a list of tool_use_ids (strings)")
+        got = list(got)
+        if not all(isinstance(i, str) for i in got):
+            wrong_kind(f"orphaned_results returned {_show(got, 50)}; return the tool_use_ids, "
+                       "strings such as 'toolu_1'")
+        if sorted(got) != sorted(want):
+            not_yet(f"on {what} the answer is {want}, yours was {_show(got, 60)}: compare each result's "
+                    "tool_use_id with the ids of the tool_use blocks in the message just before it")
+
+
+def _safe_view(messages: list[dict], max_turns: int) -> list[dict]:
+    """The reference answer of 04-2: the article's cut, moved forward past any tool results."""
+    limit = max_turns * 2
+    if len(messages) <= limit:
+        return list(messages)
+    cut = len(messages) - (limit - 1)
+    while any(b.get("type") == "tool_result" for b in _blocks(messages[cut])):
+        cut += 1
+    return [messages[0]] + messages[cut:]
+
+
+@_exercise("04", 2)
+def check_04_2(trim_safe: Any) -> None:
+    """`trim_safe(messages, max_turns)` on every request of a session it has not seen: a valid
+    conversation, within the limit, first and last messages kept, the latest messages
+    contiguous and as many as fit, and the history it was given left as it was."""
+    from miniagent.messages import conversation_error
+
+    _check_callable(trim_safe, "trim_safe", "trim_safe(messages, max_turns) returns a shorter list")
+    requests = _requests()
+    for max_turns in (3, 5, 2, 10):
+        for request in requests:
+            given = copy.deepcopy(request)
+            case = f"with max_turns={max_turns} on a {len(request)}-message history"
+            view = _run(trim_safe, given, max_turns, name="trim_safe", case=case)
+            if view is None:
+                not_yet(f"trim_safe returned None {case}: return the list of messages to send")
+            if not isinstance(view, (list, tuple)) or not all(isinstance(m, dict) for m in view):
+                wrong_kind(f"trim_safe returned {_kind(view)}; return a list of messages")
+            view = list(view)
+            if given != request:
+                not_yet(f"trim_safe changed the list it was given ({case}): that is the agent's only copy "
+                        "of the history; return a new list instead")
+            if len(view) > max_turns * 2:
+                not_yet(f"{case} it kept {len(view)} messages, more than max_turns * 2 = {max_turns * 2}")
+            if not view or view[0] != request[0]:
+                not_yet(f"{case} it dropped the first message (the task): keep it")
+            if view[-1] != request[-1]:
+                not_yet(f"{case} it dropped the last message, the one the model must answer: keep it")
+            problem = conversation_error(view)
+            if problem:
+                not_yet(f"{case} the API would refuse the view: {_clip(problem, 140)}")
+            if len(view) > 1 and view[1:] != request[len(request) - len(view) + 1:]:
+                not_yet(f"{case} the view is not the first message plus the latest ones, in order")
+            best = len(_safe_view(request, max_turns))
+            if len(view) < best:
+                not_yet(f"{case} it kept {len(view)} messages where {best} fit without breaking a pair: "
+                        "drop only what you must")
+
+
+class _GuardedPolicy:
+    """A learner's policy, each hook run through `_run`: an exception or an endless loop in it
+    becomes a "not yet" instead of a dead session or a frozen kernel."""
+
+    def __init__(self, policy: Any) -> None:
+        self.policy = policy
+
+    def view(self, messages: list[dict]) -> Any:
+        return _run(self.policy.view, messages, name="your policy's view()")
+
+    def on_tool_results(self, results: list[dict]) -> Any:
+        return _run(self.policy.on_tool_results, results, name="your policy's on_tool_results()")
+
+    def __getattr__(self, name: str) -> Any:  # describe(), stats(), ... as the policy has them
+        return getattr(self.policy, name)
+
+
+def _completed(session: Any) -> bool:
+    """Did the session answer every turn? (A session may say so itself, or only say where it broke.)"""
+    return not getattr(session, "broke", None) and not getattr(session, "unfinished", None)
+
+
+def _sessions(measured: Any) -> list[tuple[str, Any]]:
+    if isinstance(measured, Mapping):
+        return [(str(label), s) for label, s in measured.items()]
+    return [(f"session {n}", s) for n, s in enumerate(measured, 1)]
+
+
+@_exercise("04", 3)
+def check_04_3(my_policy: Any, run_session: Callable[[Any], Any], measured: Any, name: str) -> None:
+    """`my_policy` completes the notebook's session (`run_session(policy)`), still knows `name` at
+    the end, and spends fewer input tokens than every measured policy that also knew it.
+
+    The target comes from `measured` (the notebook's sessions, by label), so it means the same
+    offline and live. A session is read for `.input_tokens`, `.answer`, `.broke`, and, when it has
+    them, `.unfinished` and `.policy`.
+    """
+    if my_policy is None:
+        not_yet("my_policy is still None: make a policy, e.g. Compose(TruncateToolResults(...), Summarize(llm, ...))")
+    if isinstance(my_policy, type):
+        wrong_kind(f"my_policy is the class {my_policy.__name__}; make one: {my_policy.__name__}(...)")
+    if not callable(getattr(my_policy, "view", None)) or not callable(getattr(my_policy, "on_tool_results", None)):
+        wrong_kind(f"my_policy should be a context policy, with view() and on_tool_results() like SlidingWindow(...); "
+                   f"it is {_kind(my_policy)}")
+    knew = [(label, s) for label, s in _sessions(measured)
+            if _completed(s) and name in str(getattr(s, "answer", "")) and getattr(s, "policy", None) is not my_policy]
+    if not knew:
+        not_yet(f"none of the measured sessions still knew {name!r} at the end, so there is no target to beat; "
+                "run the cells above first")
+    label, target = min(knew, key=lambda item: item[1].input_tokens)
+    session = _run(run_session, _GuardedPolicy(my_policy), name="run_session", patient=True)
+    if session.broke:
+        turn, error = session.broke
+        not_yet(f"the session stopped at turn {turn}: {_clip(error, 140)}")
+    if getattr(session, "unfinished", None):
+        turn, stop = session.unfinished[0]
+        not_yet(f"turn {turn} ended with {stop!r} instead of an answer")
+    if name not in str(session.answer):
+        not_yet(f"the session completed, but its last answer does not know the name: {_show(session.answer, 60)}: "
+                "what in your policy keeps the turn that gave it?")
+    if session.input_tokens >= target.input_tokens:
+        not_yet(f"it knew the name, but used {session.input_tokens:,} input tokens; {label!r} knew it too "
+                f"with {target.input_tokens:,}: spend fewer")

@@ -1,0 +1,137 @@
+"""Checks for notebook 06 · Streaming."""
+
+from __future__ import annotations
+
+import copy
+import json
+import math
+from collections.abc import Mapping
+from typing import Any
+
+from miniagent.exercises._core import (_check_callable, _exercise, _kind, _mock_client, _run, _show, not_yet,
+                                       wrong_kind)
+
+
+def _sse(events: list[dict], *, newline: str = "\n", comments: bool = False, split_data: bool = False) -> bytes:
+    """A stream of `events` as the wire could carry it: another line ending, comment lines,
+    or the JSON of each event spread over several `data:` lines (the format allows all three)."""
+    out = [": a comment line, which a parser must skip"] if comments else []
+    for event in events:
+        data = json.dumps(event, ensure_ascii=False, separators=(", ", ": "))
+        lines = [f"event: {event['type']}"]
+        if split_data and ", " in data:  # cut between two JSON members: each line alone is not JSON
+            head, tail = data.split(", ", 1)
+            lines += [f"data: {head},", f"data: {tail}"]
+        else:
+            lines.append(f"data: {data}")
+        if comments:
+            lines.insert(1, ": keep-alive")
+        out.append(newline.join(lines) + newline)
+    return newline.join(out).encode("utf-8") + newline.encode()
+
+
+def _stream_cases() -> list[tuple[str, list[dict]]]:
+    """(description, events) for the streaming checks: text, the demo's four tool calls, a
+    max_tokens cut inside tool JSON, a stream cut short, CJK and emoji."""
+    from miniagent.mock.stream import message_events
+
+    usage = {"input_tokens": 10, "output_tokens": 30}
+    text = {"id": "msg_1", "type": "message", "role": "assistant", "model": "m",
+            "content": [{"type": "text", "text": "北京：晴 ☀️, 25°C. Shanghai: cloudy."}],
+            "stop_reason": "end_turn", "stop_sequence": None, "usage": usage}
+    calls = [{"type": "tool_use", "id": "toolu_1", "name": "get_current_time", "input": {}},
+             {"type": "tool_use", "id": "toolu_2", "name": "calculate", "input": {"expression": "(1024 + 768) * 2"}},
+             {"type": "tool_use", "id": "toolu_3", "name": "get_weather", "input": {"city": "北京"}},
+             {"type": "tool_use", "id": "toolu_4", "name": "get_weather", "input": {"city": "上海"}}]
+    tools = {**text, "content": [{"type": "text", "text": "Let me check."}, *calls], "stop_reason": "tool_use"}
+    cut = {**text, "content": [{"type": "text", "text": "Working."}, {**calls[1], "input": {}}],
+           "stop_reason": "max_tokens"}
+    events = message_events(tools)
+    broken = events[:next(i for i, e in enumerate(events) if e.get("index") == 3 and e["type"] == "content_block_delta"
+                          and e["delta"].get("partial_json")) + 1]
+    return [("a text answer", message_events(text)),
+            ("the demo's four tool calls", events),
+            ("a tool call cut off by max_tokens", message_events(cut, cut_json='{"expression": "(10')),
+            ("a stream cut inside the third tool call", broken)]
+
+
+@_exercise("06", 1)
+def check_06_1(parse_events: Any) -> None:
+    """`parse_events(raw)` on streams with LF and CRLF line endings, comment lines and data spread
+    over several `data:` lines: the parsed data of every event, in order."""
+    _check_callable(parse_events, "parse_events", "parse_events(raw bytes) returns the events' parsed data")
+    cases = [(what, events) for what, events in _stream_cases() if what != "a stream cut inside the third tool call"]
+    forms = [("with \\n line endings", {}), ("with \\r\\n line endings", {"newline": "\r\n"}),
+             ("with comment lines", {"comments": True}), ("with the JSON over two data: lines", {"split_data": True})]
+    for (what, events), (how, style) in [(case, form) for case in cases for form in forms]:
+        raw = _sse(events, **style)
+        got = _run(parse_events, raw, name="parse_events", case=f"on {what} {how}")
+        if got is None:
+            not_yet(f"parse_events returned None on {what} {how}: return a list of dicts")
+        if not isinstance(got, list):
+            wrong_kind(f"parse_events returned {_kind(got)}; return a list with one dict per event")
+        if got and all(isinstance(item, str) for item in got):
+            wrong_kind("parse_events returned strings: parse each event's data with json.loads")
+        if got != events:
+            first = next((i for i, (a, b) in enumerate(zip(got, events)) if a != b), min(len(got), len(events)))
+            seen = _show(got[first], 50) if first < len(got) else "nothing"
+            not_yet(f"on {what} {how}: {len(got)} events where there are {len(events)}; event {first} should be "
+                    f"{_show(events[first], 50)}, yours was {seen}"
+                    + (": join the data: lines of one event with \\n before parsing" if style.get("split_data") else ""))
+
+
+@_exercise("06", 2)
+def check_06_2(tool_inputs: Any) -> None:
+    """`tool_inputs(events)`: {index: input, or None if the JSON never completed}, per block."""
+    _check_callable(tool_inputs, "tool_inputs", "tool_inputs(events) returns {index: input or None}")
+    wants = {"a text answer": {},
+             "the demo's four tool calls": {1: {}, 2: {"expression": "(1024 + 768) * 2"}, 3: {"city": "北京"},
+                                            4: {"city": "上海"}},
+             "a tool call cut off by max_tokens": {1: None},
+             "a stream cut inside the third tool call": {1: {}, 2: {"expression": "(1024 + 768) * 2"}, 3: None}}
+    for what, events in _stream_cases():
+        got = _run(tool_inputs, copy.deepcopy(events), name="tool_inputs", case=f"on {what}")
+        if got is None:
+            not_yet(f"tool_inputs returned None on {what}: return a dict (empty if there is no tool call)")
+        if not isinstance(got, Mapping):
+            wrong_kind(f"tool_inputs returned {_kind(got)}; return a dict {{index: input or None}}")
+        want = wants[what]
+        if dict(got) == want:
+            continue
+        wrong = next((i for i in sorted(set(want) | set(got), key=str) if dict(got).get(i, "?") != want.get(i, "?")),
+                     None)
+        if wrong not in got:
+            hint = ": every tool_use block has an entry, keyed by its index, finished or not"
+        elif want.get(wrong, "?") is None:
+            hint = ": its JSON never completed, so its input is None (never guess the rest)"
+        else:
+            hint = ": join the fragments of each block separately, by its index, and parse them at its content_block_stop"
+        not_yet(f"on {what}, block {wrong} should be {_show(want.get(wrong, 'absent'), 40)}, yours was "
+                f"{_show(dict(got).get(wrong, 'absent'), 40)}{hint}")
+
+
+@_exercise("06", 3)
+def check_06_3(time_to_first_text: Any) -> None:
+    """`time_to_first_text(client, messages)` on two mocks paced differently: close to each one's
+    first-token time, well before the whole answer's."""
+    _check_callable(time_to_first_text, "time_to_first_text",
+                    "time_to_first_text(client, messages) returns seconds, a float")
+    question = [{"role": "user", "content": "What is your name, and what can you do?"}]
+    for first in (0.15, 0.45):
+        client = _mock_client()
+        client.mock.pace(first=first, rate=40)
+        got = _run(time_to_first_text, client, copy.deepcopy(question), name="time_to_first_text",
+                   case=f"on a mock whose first token comes after {first} s")
+        if got is None:
+            not_yet("time_to_first_text returned None: return the seconds, a float")
+        if isinstance(got, bool) or not isinstance(got, (int, float)) or not math.isfinite(got):
+            wrong_kind(f"time_to_first_text returned {_kind(got)}; return the seconds, a number such as 0.2")
+        if not any(e.request["body"].get("stream") for e in client.exchanges):
+            not_yet("it made no streamed request: use client.stream(messages); a plain call gives nothing until the end")
+        whole = first + 30 / 40  # the mock's answer is about 30 tokens, at 40 a second after the first
+        if got < first - 0.05:
+            not_yet(f"it said {got:.2f} s, before any text could arrive (the first token came after {first} s): "
+                    "stop the clock at the first text_delta, not at message_start")
+        if got > first + (whole - first) / 2:
+            not_yet(f"it said {got:.2f} s, nearer the whole answer's time than the first token's ({first} s): "
+                    "stop the clock at the first text_delta")
