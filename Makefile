@@ -40,13 +40,14 @@ lab: $(STAMP)  ## open JupyterLab at the notebooks (offline unless ANTHROPIC_API
 
 NBVAL := --nbval --nbval-current-env --nbval-sanitize-with tests/nbval-sanitize.cfg
 
-# The everyday run leaves out what has its own target below (official SDK clients; the
-# mock's fuzz test, which test-props runs with the 1,000-example property tests).
+# The everyday run leaves out what has its own target below, which CI runs: the official
+# SDK clients (test-clients), the mock's fuzz test (test-props, with the 1,000-example
+# property tests) and the check that nbval is strict (test-student).
 test: $(STAMP)  ## unit tests + every notebook compared against its saved outputs (offline)
-	MINIAGENT_OFFLINE=1 $(PY) -m pytest -n 2 --dist loadscope tests notebooks $(NBVAL) -p no:cacheprovider -m "not sdk and not fuzz"
+	MINIAGENT_OFFLINE=1 $(PY) -m pytest -n 2 --dist loadscope tests notebooks $(NBVAL) -p no:cacheprovider -m "not sdk and not fuzz and not harness"
 
 test-unit: $(STAMP)  ## unit tests only (as make test runs them, without the notebooks)
-	MINIAGENT_OFFLINE=1 $(PY) -m pytest -n 2 tests -p no:cacheprovider -m "not sdk and not fuzz"
+	MINIAGENT_OFFLINE=1 $(PY) -m pytest -n 2 tests -p no:cacheprovider -m "not sdk and not fuzz and not harness"
 
 test-props: $(STAMP)  ## every property test at 1,000 examples (make test runs 100 each), and the mock's fuzz test
 	MINIAGENT_OFFLINE=1 $(PY) -m pytest -n 2 tests -m "hypothesis or fuzz" --hypothesis-profile=thorough -p no:cacheprovider
@@ -79,8 +80,8 @@ student: $(STAMP)  ## write the student edition (no reference solutions) to stud
 lab-student: student  ## open JupyterLab at the student edition in student/ (offline unless ANTHROPIC_API_KEY is set)
 	$(VENV)/bin/jupyter lab --notebook-dir=student --port=$(PORT) $(ROOT_FLAG)
 
-test-student: $(STAMP)  ## run every student notebook offline; each exercise check must say "not yet" (slow)
-	MINIAGENT_OFFLINE=1 $(PY) -m pytest -n 2 tests/check_student_edition.py -p no:cacheprovider
+test-student: $(STAMP)  ## every student notebook run offline (each check must say "not yet"); nbval's strictness
+	MINIAGENT_OFFLINE=1 $(PY) -m pytest -n 2 tests/check_student_edition.py tests/test_nbval_strict.py -p no:cacheprovider
 
 demo: $(STAMP)  ## the article's demo question, in the terminal
 	$(PY) -m miniagent --verbose "现在几点了？顺便帮我算一下 (1024 + 768) * 2，再告诉我北京和上海的天气。"

@@ -12,7 +12,10 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parent.parent
+pytestmark = pytest.mark.harness  # run by make test-student (CI), not by the everyday make test
 
 
 def nbval(*paths: Path) -> subprocess.CompletedProcess:

@@ -208,13 +208,13 @@ print("same blocks:", same, "| same stop_reason:", streamed["stop_reason"] == pl
 # %% [markdown]
 # ## What streaming buys, measured
 #
-# Give the mock a model's pace: the first token after 0.2 s, then 40 tokens a second.
+# Give the mock a model's pace: the first token after 0.2 s, then 80 tokens a second.
 # (A mock of its own again: the real API sets its own pace.) Time each text delta's
 # arrival, streamed, and the one arrival of the plain call:
 
 # %%
 paced = miniagent.connect(offline=True, quiet=True)
-paced.mock.pace(first=0.2, rate=40)
+paced.mock.pace(first=0.2, rate=80)
 question = [{"role": "user", "content": "What is your name, and what can you do?"}]
 
 started, arrivals = time.perf_counter(), []
