@@ -96,8 +96,7 @@ if llm.mock:
 #
 # The same mock runs as an HTTP server: `python -m miniagent.mock --port 8765` in a
 # terminal. Point `ANTHROPIC_BASE_URL` at it with any key and you run the **live**
-# code path, real sockets and all, while the mock answers. The official `anthropic`
-# SDK works against it too. Here it is in a background thread:
+# code path, real sockets and all, while the mock answers. Here it is in a background thread:
 
 # %%
 from miniagent.mock import serve_in_thread
@@ -105,6 +104,18 @@ from miniagent.mock import serve_in_thread
 server, url = serve_in_thread()
 over_http = miniagent.Client(api_key="any-key", base_url=url)
 print(over_http.mode, "->", miniagent.text_of(over_http.create([{"role": "user", "content": "Hello over HTTP"}])))
+
+# %% [markdown]
+# Any client that speaks the Messages API can use it, so you can take the mock into your
+# own projects and test them offline. The official `anthropic` SDK, pointed at it:
+
+# %%
+import anthropic
+
+sdk = anthropic.Anthropic(base_url=url, api_key="any-key")
+reply = sdk.messages.create(model=llm.model, max_tokens=200,
+                            messages=[{"role": "user", "content": "Hello from the official SDK!"}])
+print(type(reply).__name__, reply.stop_reason, "->", reply.content[0].text)
 server.shutdown()
 
 # %% [markdown]
