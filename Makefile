@@ -52,19 +52,40 @@ test-unit: $(STAMP)  ## unit tests only (as make test runs them, without the not
 test-props: $(STAMP)  ## every property test at 1,000 examples (make test runs 100 each), and the mock's fuzz test
 	MINIAGENT_OFFLINE=1 $(PY) -m pytest -n 2 tests -m "hypothesis or fuzz" --hypothesis-profile=thorough -p no:cacheprovider
 
-test-clients: $(STAMP)  ## the official anthropic SDK against the mock server, streamed and not (CI runs it)
+# The third-party clients (requirements-clients.txt: LangChain, pydantic-ai) go into the same
+# .venv on the first run of test-clients only, so setup and test stay light. `-c requirements.txt`
+# lets their dependencies resolve but never moves a version pinned there.
+CLIENTS_STAMP := $(VENV)/.installed-clients
+
+$(CLIENTS_STAMP): $(STAMP) requirements-clients.txt
+	@echo "Installing the third-party clients into $(VENV) (first run of make test-clients only)..."
+	@if $(VENV)/bin/uv --version >/dev/null 2>&1; then \
+		$(VENV)/bin/uv pip install -q --python $(PY) -r requirements-clients.txt -c requirements.txt ; \
+	else \
+		$(PY) -m pip install -q -r requirements-clients.txt -c requirements.txt ; \
+	fi
+	@touch $(CLIENTS_STAMP)
+
+test-clients: $(CLIENTS_STAMP)  ## the official anthropic SDK, LangChain and pydantic-ai against the mock server (CI runs it)
 	MINIAGENT_OFFLINE=1 $(PY) -m pytest -n 2 tests -m sdk -p no:cacheprovider
 
 test-notebooks: $(STAMP)  ## notebooks only, compared against their saved outputs (nbval, strict)
 	MINIAGENT_OFFLINE=1 $(PY) -m pytest -n 2 --dist loadscope notebooks $(NBVAL) -p no:cacheprovider
 
-test-ui: $(STAMP)  ## browser tests (headless Chromium): 05's chat widget, a student notebook's check, every diagram
+test-ui: $(STAMP)  ## browser tests (headless Chromium): 05's chat widget, a student notebook's check, every diagram, a page calling the mock
 	@(command -v chromium >/dev/null && fc-list | grep -qi wqy) || (apt-get update -qq && apt-get install -y -qq chromium fonts-wqy-zenhei >/dev/null)
 	MINIAGENT_OFFLINE=1 $(PY) tests/ui/run_ui_test.py
 	$(PY) tests/ui/run_diagram_test.py
+	$(PY) tests/ui/run_cors_test.py
 
 test-live: $(STAMP)  ## every notebook in LIVE mode, against the mock API over real HTTP (no key leaks)
 	$(PY) tests/live/run_live_notebooks.py
+
+# The contract (contract/probes.py): the same probes against the mock and, when ANTHROPIC_API_KEY is
+# set, against the real API too, which first says what it will spend and asks (scripts/contract.py).
+.PHONY: contract
+contract: $(STAMP)  ## the mock probed as the real API (every rule, tools, streams, models); live too with a key
+	$(PY) scripts/contract.py $(CONTRACT_ARGS)
 
 notebooks: $(STAMP)  ## build notebooks/src/*.py into .ipynb, run each offline in a fresh kernel, save outputs
 	MINIAGENT_OFFLINE=1 $(PY) scripts/nbtools.py build notebooks/src/$(NB)*.py

@@ -26,6 +26,7 @@ import time
 import httpx
 
 from claims import Claim
+from miniagent import DEFAULT_MODEL
 from miniagent.mock import MockAPI, serve_in_thread
 
 BATCHES, PER_BATCH, CONCURRENT = 7, 200, 200
@@ -40,7 +41,7 @@ def _tool(name: str, description: str, **properties: str) -> dict:
 
 
 REQUEST = {
-    "model": "claude-mock", "max_tokens": 1024,
+    "model": DEFAULT_MODEL, "max_tokens": 1024,
     "system": "You are a helpful assistant. Use the tools when they help, and answer briefly.",
     "tools": [_tool("get_weather", "Get the current weather for a city", city="The city, e.g. Paris"),
               _tool("get_current_time", "Get the current time in a timezone", timezone="An IANA timezone"),
@@ -49,7 +50,7 @@ REQUEST = {
 }
 
 
-HELLO = {"model": "claude-mock", "max_tokens": 256, "messages": [{"role": "user", "content": "Hello"}]}
+HELLO = {"model": DEFAULT_MODEL, "max_tokens": 256, "messages": [{"role": "user", "content": "Hello"}]}
 
 
 def per_request_ms(client: httpx.Client, count: int, body: dict = REQUEST) -> float:

@@ -87,10 +87,11 @@ def test_trace_file_is_json_lines(tmp_path, capsys):
 
 
 def test_options_reach_the_agent(clients, capsys):
-    assert main(["--offline", "--model", "my-model", "--system", "Be brief.", "What is 6 * 7?"]) == 0
+    # another model the mock serves (a made-up name would be the API's 404, as live)
+    assert main(["--offline", "--model", "claude-haiku-5-5", "--system", "Be brief.", "What is 6 * 7?"]) == 0
     body = clients[0].mock.requests[0]["body"]
-    assert body["model"] == "my-model" and body["system"] == "Be brief."
-    assert "model my-model" in capsys.readouterr().out
+    assert body["model"] == "claude-haiku-5-5" and body["system"] == "Be brief."
+    assert "model claude-haiku-5-5" in capsys.readouterr().out
 
 
 def test_offline_flag_wins_over_a_key(monkeypatch, clients, capsys):

@@ -8,12 +8,14 @@ import json
 import httpx
 import pytest
 
+from miniagent import DEFAULT_MODEL
 from miniagent.mock import MockAPI
 from miniagent.mock.api import parse_fault_header
 
 KEY = "sk-mock-secret-123"
+MODEL = DEFAULT_MODEL  # a model the mock serves (any other name is the API's 404: test_mock_models.py)
 HEADERS = {"x-api-key": KEY, "anthropic-version": "2023-06-01"}
-BODY = {"model": "claude-mock", "max_tokens": 200, "messages": [{"role": "user", "content": "Hello"}]}
+BODY = {"model": MODEL, "max_tokens": 200, "messages": [{"role": "user", "content": "Hello"}]}
 WEATHER = {"name": "get_weather", "description": "Weather for a city",
            "input_schema": {"type": "object", "properties": {"city": {"type": "string"}}}}
 
@@ -68,7 +70,7 @@ def test_a_successful_message_has_the_full_shape(client):
     assert r.status_code == 200 and r.headers["content-type"] == "application/json"
     assert r.headers["request-id"] == "req_mock_0001"
     assert r.json() == {
-        "id": "msg_mock_0001", "type": "message", "role": "assistant", "model": "claude-mock",
+        "id": "msg_mock_0001", "type": "message", "role": "assistant", "model": MODEL,
         "content": [{"type": "text", "text": "1 message(s) seen."}],
         "stop_reason": "end_turn", "stop_sequence": None,
         "usage": {"input_tokens": 9, "output_tokens": 5, "cache_creation_input_tokens": 0,
@@ -77,7 +79,7 @@ def test_a_successful_message_has_the_full_shape(client):
 
 
 def test_unknown_routes_are_404(client):
-    r = client.get("/v1/models", headers=HEADERS)
+    r = client.get("/v1/complete", headers=HEADERS)
     status, kind, message = error_of(r)
     assert (status, kind) == (404, "not_found_error") and message.startswith("Not Found")
     assert r.headers["x-should-retry"] == "false"
@@ -145,7 +147,7 @@ def test_invalid_json_is_400(client):
 
 
 def test_validation_errors_come_back_with_no_retry(client):
-    r = post(client, {"model": "m", "messages": BODY["messages"]})
+    r = post(client, {"model": MODEL, "messages": BODY["messages"]})
     assert error_of(r) == (400, "invalid_request_error", "max_tokens: Field required")
     assert r.headers["x-should-retry"] == "false"
 
@@ -176,7 +178,7 @@ def run_session(mock: MockAPI) -> list[tuple[int, dict, bytes]]:
     mock.script({"content": [{"type": "tool_use", "name": "get_weather", "input": {"city": "Paris"}},
                              {"type": "tool_use", "name": "get_weather", "input": {"city": "Rome"}}]})
     replies = []
-    for body in ({**BODY, "tools": [WEATHER]}, BODY, {"model": "m"}, BODY):
+    for body in ({**BODY, "tools": [WEATHER]}, BODY, {"model": MODEL}, BODY):
         reply = mock.handle("POST", "/v1/messages", HEADERS, json.dumps(body).encode())
         replies.append((reply.status, reply.headers, reply.body))
     return replies
@@ -237,7 +239,7 @@ def test_a_scripted_error(mock, client):
 
 def test_scripts_are_only_used_by_valid_requests(mock, client):
     mock.script({"content": "kept for a valid request"})
-    assert post(client, {"model": "m", "messages": []}).status_code == 400
+    assert post(client, {"model": MODEL, "messages": []}).status_code == 400
     assert post(client).json()["content"][0]["text"] == "kept for a valid request"
 
 
@@ -295,14 +297,14 @@ def test_529_and_500_faults(mock, client):
 
 def test_faults_apply_to_messages_calls_only(mock, client):
     mock.fault(529)
-    body = {"model": "m", "messages": BODY["messages"]}
+    body = {"model": MODEL, "messages": BODY["messages"]}
     assert post(client, body, path="/v1/messages/count_tokens").status_code == 200
     assert post(client).status_code == 529
 
 
 def test_a_fault_comes_before_validation(mock, client):
     mock.fault(529)
-    assert post(client, {"model": "m"}).status_code == 529
+    assert post(client, {"model": MODEL}).status_code == 529
 
 
 def test_a_slow_success_within_the_timeout(mock, client, sleep):
@@ -401,7 +403,7 @@ def test_records_redact_keys(mock, client):
 def test_requests_and_last_request_cover_messages_calls(mock, client):
     assert mock.last_request is None
     post(client)
-    post(client, {"model": "m", "messages": BODY["messages"]}, path="/v1/messages/count_tokens")
+    post(client, {"model": MODEL, "messages": BODY["messages"]}, path="/v1/messages/count_tokens")
     assert len(mock.records) == 2 and len(mock.requests) == 1
     assert mock.last_request["path"] == "/v1/messages"
 
@@ -409,7 +411,7 @@ def test_requests_and_last_request_cover_messages_calls(mock, client):
 def test_records_are_copies(mock, client):
     post(client)
     mock.records[0]["body"]["model"] = "changed"
-    assert mock.records[0]["body"]["model"] == "claude-mock"
+    assert mock.records[0]["body"]["model"] == MODEL
 
 
 # --- count_tokens --------------------------------------------------------------------------------------
@@ -417,7 +419,7 @@ def test_records_are_copies(mock, client):
 
 def test_count_tokens(client):
     from miniagent.tokens import estimate_request
-    body = {"model": "m", "messages": BODY["messages"], "tools": [WEATHER]}
+    body = {"model": MODEL, "messages": BODY["messages"], "tools": [WEATHER]}
     r = post(client, body, path="/v1/messages/count_tokens")
     assert r.status_code == 200 and r.json() == {"input_tokens": estimate_request(body)}
     r = post(client, {**body, "max_tokens": 5}, path="/v1/messages/count_tokens")

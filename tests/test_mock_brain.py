@@ -8,6 +8,7 @@ import json
 import pytest
 from hypothesis import given, settings, strategies as st
 
+from miniagent import DEFAULT_MODEL
 from miniagent.messages import conversation_error, text_of, tool_uses
 from miniagent.mock import brain, scripts
 from miniagent.mock.brain import respond
@@ -50,7 +51,7 @@ def user(text):
 
 
 def body(messages, tools=None, **extra):
-    b = {"model": "claude-mock", "max_tokens": 1024, "messages": messages, **extra}
+    b = {"model": DEFAULT_MODEL, "max_tokens": 1024, "messages": messages, **extra}
     if tools:
         b["tools"] = tools
     return b

@@ -31,7 +31,7 @@ BATCH = 500
 MAX_RECORDS, MAX_RECORD_BYTES = 200, 1_000_000
 
 VALID = json.dumps(BODY).encode()
-COUNT = json.dumps({"model": "m", "messages": BODY["messages"]}).encode()
+COUNT = json.dumps({"model": BODY["model"], "messages": BODY["messages"]}).encode()
 TOOLS = json.dumps({**BODY, "tools": [{"name": "get_weather", "description": "Weather in a city",
                                        "input_schema": {"type": "object", "properties": {"city": {"type": "string"}}}}],
                     "messages": [{"role": "user", "content": "Weather in Paris and Tokyo?"}]}).encode()

@@ -22,12 +22,13 @@ import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
+from miniagent import DEFAULT_MODEL
 from miniagent.mock import MockAPI, serve_in_thread
 from miniagent.mock import api as mock_api
 
 KEY = "sk-mock-hardening-key-4242"
 HEADERS = {"x-api-key": KEY, "anthropic-version": "2023-06-01"}
-BODY = {"model": "claude-mock", "max_tokens": 200, "messages": [{"role": "user", "content": "Hello"}]}
+BODY = {"model": DEFAULT_MODEL, "max_tokens": 200, "messages": [{"role": "user", "content": "Hello"}]}
 RAW_BODY = json.dumps(BODY).encode()
 MAX_BODY = 32 * 1024 * 1024
 ENDPOINTS = ["POST /v1/messages", "POST /v1/messages/count_tokens", "POST /_mock/script", "POST /_mock/fault",
@@ -91,7 +92,8 @@ def read_answer(sock: socket.socket, *, head: bool = False, cut_ok: bool = False
         body, whole = read_chunks(sock, rest)
         assert whole or cut_ok, "the server closed in the middle of a stream"
         return Answer(int(match.group(1)), headers, body, not whole, whole)
-    length = int(headers["content-length"])
+    no_body = match.group(1) in ("204", "304")  # a browser's preflight is answered 204: no body, no length
+    length = 0 if no_body else int(headers["content-length"])
     while not head and len(rest) < length:
         chunk = sock.recv(65536)
         if not chunk and cut_ok:
@@ -684,7 +686,7 @@ def test_a_404_over_http_lists_the_endpoints(served):
 
 
 def outcomes(mock: MockAPI, count: int, path: str = "/v1/messages") -> list[int]:
-    body = RAW_BODY if path == "/v1/messages" else json.dumps({"model": "m", "messages": BODY["messages"]}).encode()
+    body = RAW_BODY if path == "/v1/messages" else json.dumps({"model": DEFAULT_MODEL, "messages": BODY["messages"]}).encode()
     return [mock.handle("POST", path, HEADERS, body).status for _ in range(count)]
 
 

@@ -22,7 +22,7 @@ anthropic = pytest.importorskip("anthropic")
 pytestmark = pytest.mark.sdk
 
 KEY = "sk-mock-sdk-key-789"
-MODEL = "claude-mock"
+MODEL = "claude-sonnet-5-5"  # a model the mock serves (models.py); any other name is the API's 404
 HELLO = [{"role": "user", "content": "Hello"}]
 WEATHER = {"name": "get_weather", "description": "Weather for a city",
            "input_schema": {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}}
@@ -109,6 +109,22 @@ def test_a_tool_round_trip_from_a_script(base_url):
                {"role": "user", "content": [{"type": "tool_result", "tool_use_id": call.id, "content": "15 C"}]}]
     final = client.messages.create(model=MODEL, max_tokens=300, messages=history, tools=[WEATHER])
     assert final.stop_reason == "end_turn" and final.content[0].text == "It is 15 C in Paris."
+
+
+@pytest.mark.parametrize("carry", ["objects", "model_dump"])
+def test_the_brains_tool_call_goes_back_as_the_sdk_carries_it(base_url, carry):
+    """The usual ways to put a response back in the history: the SDK's own objects, or its
+    model_dump(), which writes every field, `caller` too (the mock says who called, as the API does)."""
+    client = sdk(base_url)
+    question = {"role": "user", "content": "Weather in Paris?"}
+    first = client.messages.create(model=MODEL, max_tokens=300, messages=[question], tools=[WEATHER])
+    call = first.content[-1]
+    assert call.type == "tool_use" and call.caller.type == "direct"
+    content = first.content if carry == "objects" else [b.model_dump() for b in first.content]
+    history = [question, {"role": "assistant", "content": content},
+               {"role": "user", "content": [{"type": "tool_result", "tool_use_id": call.id, "content": "15 C"}]}]
+    final = client.messages.create(model=MODEL, max_tokens=300, messages=history, tools=[WEATHER])
+    assert final.stop_reason == "end_turn" and "15 C" in final.content[0].text
 
 
 def test_bad_request_error(base_url):
@@ -250,3 +266,63 @@ def test_a_cut_stream_raises_a_connection_error(server, base_url):
     assert "incomplete chunked read" in str(error)
     _, log_path = server
     assert "POST /v1/messages 200 (stream of 5 events, cut by a fault)" in log_path.read_text().splitlines()
+
+
+# --- thinking, structured outputs, prompt caching (issue #11) --------------------------------------------
+
+from miniagent.mock import thinking as mock_thinking  # noqa: E402
+
+THINKING = {"type": "enabled", "budget_tokens": 1024}
+
+
+def test_the_stream_helper_accumulates_a_thinking_answer(base_url):
+    kwargs = dict(model=MODEL, max_tokens=2048, messages=[{"role": "user", "content": "Weather in Paris?"}],
+                  tools=[WEATHER], thinking=THINKING)
+    plain = sdk(base_url).messages.create(**kwargs)
+    httpx.post(f"{base_url}/_mock/reset", headers=CONTROL).raise_for_status()
+    with sdk(base_url).messages.stream(**kwargs) as stream:
+        kinds = [event.type for event in stream]
+        final = stream.get_final_message()
+    assert comparable(final) == comparable(plain)
+    block = final.content[0]
+    assert block.type == "thinking" and block.thinking.startswith("(mock) ") and block.signature
+    assert mock_thinking.verify(block.model_dump()) and [b.type for b in final.content[1:]] == ["text", "tool_use"]
+    assert "thinking" in kinds and "signature" in kinds  # the helper's own events for the two deltas
+    call = final.content[-1]
+    history = [kwargs["messages"][0], {"role": "assistant", "content": [b.model_dump(exclude_none=True) for b in final.content]},
+               {"role": "user", "content": [{"type": "tool_result", "tool_use_id": call.id, "content": "Paris: 18°C"}]}]
+    answer = sdk(base_url).messages.create(**{**kwargs, "messages": history})
+    assert [b.type for b in answer.content] == ["thinking", "text"] and "18°C" in answer.content[1].text
+
+
+def test_parse_with_a_pydantic_output_format(base_url):
+    pydantic = pytest.importorskip("pydantic")
+
+    class Lead(pydantic.BaseModel):
+        name: str
+        email: str
+        plan_interest: str
+        demo_requested: bool
+
+    message = sdk(base_url).messages.parse(
+        model=MODEL, max_tokens=1024, output_format=Lead,
+        messages=[{"role": "user", "content": "John Smith (john@example.com) wants the Enterprise plan and a demo."}])
+    lead = message.parsed_output
+    assert isinstance(lead, Lead) and (lead.name, lead.email, lead.demo_requested) == \
+        ("John Smith", "john@example.com", True)
+    assert records(base_url)[0]["body"]["output_config"]["format"]["schema"]["additionalProperties"] is False
+
+
+def test_prompt_caching_over_http(base_url):
+    system = [{"type": "text", "text": "You answer questions about a small bookshop. " * 100,
+               "cache_control": {"type": "ephemeral", "ttl": "1h"}}]
+    client = sdk(base_url)
+    first, second = (client.messages.create(model=MODEL, max_tokens=300, system=system,
+                                            messages=[{"role": "user", "content": question}])
+                     for question in ("Hello", "Do you sell maps?"))
+    assert first.usage.cache_creation_input_tokens > 1024 and first.usage.cache_read_input_tokens == 0
+    assert first.usage.cache_creation.ephemeral_1h_input_tokens == first.usage.cache_creation_input_tokens
+    assert second.usage.cache_read_input_tokens == first.usage.cache_creation_input_tokens
+    counted = client.messages.count_tokens(model=MODEL, system=system,
+                                           messages=[{"role": "user", "content": "Do you sell maps?"}])
+    assert counted.input_tokens == second.usage.input_tokens + second.usage.cache_read_input_tokens

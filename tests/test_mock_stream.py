@@ -25,6 +25,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from miniagent import DEFAULT_MODEL
 from miniagent.builtin_tools import default_tools
 from miniagent.mock import MockAPI, Pacing, scripts, serve_in_thread
 from miniagent.mock.pacing import MAX_PACED_SECONDS
@@ -41,7 +42,7 @@ EVENT_TYPES = {"message_start", "content_block_start", "content_block_delta", "c
 
 
 def body(text: str = "Hello", tools: list | None = None, **extra) -> dict:
-    b = {"model": "claude-mock", "max_tokens": 1024, "messages": [{"role": "user", "content": text}], **extra}
+    b = {"model": DEFAULT_MODEL, "max_tokens": 1024, "messages": [{"role": "user", "content": text}], **extra}
     if tools:
         b["tools"] = tools
     return b
@@ -358,7 +359,7 @@ def test_the_pace_header_overrides_the_mock_and_is_checked():
             r = client.post("/v1/messages", json=body(), headers={**HEADERS, "x-mock-pace": bad})
             assert r.status_code == 400 and "x-mock-pace" in r.json()["error"]["message"], bad
             assert KEY not in r.text
-        counted = client.post("/v1/messages/count_tokens", json={"model": "m", "messages": HELLO},
+        counted = client.post("/v1/messages/count_tokens", json={"model": DEFAULT_MODEL, "messages": HELLO},
                               headers={**HEADERS, "x-mock-pace": "first=0.3"})
         assert counted.status_code == 200 and sleep.calls == [0.1]  # token counts are never paced
 
@@ -514,16 +515,16 @@ def test_stream_faults_on_a_plain_request():
             client.post("/v1/messages", json=body(), headers={**HEADERS, "x-mock-fault": "cut=40"})
         r = client.post("/v1/messages", json=body(), headers={**HEADERS, "x-mock-fault": "error-after=3"})
         assert r.status_code == 529 and r.json()["error"] == {"type": "overloaded_error", "message": "Overloaded"}
-        r = client.post("/v1/messages/count_tokens", json={"model": "m", "messages": HELLO},
+        r = client.post("/v1/messages/count_tokens", json={"model": DEFAULT_MODEL, "messages": HELLO},
                         headers={**HEADERS, "x-mock-fault": "error-after=0"})
         assert r.status_code == 529
-        r = client.post("/v1/messages", json={"model": "m"}, headers={**HEADERS, "x-mock-fault": "error-after=1"})
+        r = client.post("/v1/messages", json={"model": DEFAULT_MODEL}, headers={**HEADERS, "x-mock-fault": "error-after=1"})
         assert r.status_code == 529  # before validation, like any status fault
-        r = client.post("/v1/messages", json={"model": "m", "stream": True},
+        r = client.post("/v1/messages", json={"model": DEFAULT_MODEL, "stream": True},
                         headers={**HEADERS, "x-mock-fault": "error-after=1"})
         assert r.status_code == 400  # a stream that never starts has nothing to break
         with pytest.raises(httpx.RemoteProtocolError, match="received 5 bytes"):  # any body: a token count too
-            client.post("/v1/messages/count_tokens", json={"model": "m", "messages": HELLO},
+            client.post("/v1/messages/count_tokens", json={"model": DEFAULT_MODEL, "messages": HELLO},
                         headers={**HEADERS, "x-mock-fault": "cut=5"})
         with pytest.raises(httpx.RemoteProtocolError):  # at most all but one byte, so it always breaks
             client.post("/v1/messages", json=body(), headers={**HEADERS, "x-mock-fault": "cut=1000000"})

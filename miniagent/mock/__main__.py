@@ -12,6 +12,10 @@ pattern every run, never three in a row: live-mode notebooks meet transient erro
 `--first-token 0.5 --tokens-per-second 30` paces every answer like a real model's
 (streamed: the events arrive as they become due; plain: the answer comes when the
 stream would have ended), so latency can be felt; `x-mock-pace` overrides it per request.
+The mock answers as the models of its catalog (`GET /v1/models` lists them; any other
+name is the API's 404); `--model NAME` adds a name, e.g. one a workshop made up.
+A web page may call the server directly if it sends `anthropic-dangerous-direct-browser-access:
+true`, as the real API requires (see miniagent/mock/cors.py).
 """
 
 from __future__ import annotations
@@ -21,6 +25,7 @@ import json
 import sys
 
 from miniagent.mock.api import MockAPI
+from miniagent.mock.models import DEFAULT_CATALOG, MODELS, RETIRED
 from miniagent.mock.server import MockHTTPServer
 
 
@@ -45,6 +50,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--tokens-per-second", type=float, default=None, metavar="N",
                         help="pace answers: tokens per second after the first (above 0, at most 1000000; "
                              "default: all at once)")
+    parser.add_argument("--model", action="append", dest="models", metavar="NAME",
+                        help="also answer as this model name (repeatable); the catalog's models are always served")
     parser.add_argument("--strict-alternation", action="store_true",
                         help="reject consecutive same-role messages instead of merging them (the older API rule)")
     return parser
@@ -53,7 +60,9 @@ def build_parser() -> argparse.ArgumentParser:
 def build_mock(args: argparse.Namespace, parser: argparse.ArgumentParser) -> MockAPI:
     """The MockAPI the options describe; bad options end the program with a clear message."""
     try:
-        mock = MockAPI(api_keys=set(args.api_keys) if args.api_keys else None,
+        added = [name for name in dict.fromkeys(args.models or ()) if DEFAULT_CATALOG.get(name) is None]
+        models = [*MODELS, *RETIRED, *added] if added else None
+        mock = MockAPI(api_keys=set(args.api_keys) if args.api_keys else None, models=models,
                        strict_alternation=args.strict_alternation, flaky=args.flaky, seed=args.seed,
                        pacing={"first": args.first_token, "rate": args.tokens_per_second})
         if args.script:

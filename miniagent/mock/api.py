@@ -5,8 +5,12 @@
 behind a socket, so notebooks, tests and curl all meet exactly the same behaviour.
 
 A request passes the real API's gates in its order: size (the real 413 comes from the
-proxy in front of the API, before anything else), route, authentication,
-`anthropic-version`, JSON, validation. Two mock-only steps serve lessons: an injected
+proxy in front of the API, before anything else), CORS (cors.py: a browser's preflight
+is answered, a browser's request without `anthropic-dangerous-direct-browser-access:
+true` refused), route, authentication, `anthropic-version` (and `anthropic-beta`: a name
+the mock does not know is the API's 400; known ones let in the beta fields), JSON, validation (the
+schema, then the model: one the catalog in models.py does not serve is the API's 404,
+then the rules). Two mock-only steps serve lessons: an injected
 *fault* (429, 529, 500, slow, dropped; or a random one in flaky mode) comes before
 validation, to show retries; a *script* of exact answers comes after it, so a broken
 conversation still fails as it would live.
@@ -20,6 +24,9 @@ its status, as the real API's are.
 Everything is deterministic: ids come from counters (`msg_mock_0001`, `toolu_mock_0001`,
 `req_mock_0001`), usage from `miniagent.tokens`, flakiness from a seeded generator, and
 a stream's pieces from the same estimate, so the same requests give the same bytes.
+
+`GET /v1/models` and `GET /v1/models/{model_id}` answer from the same catalog
+(models.py); `MockAPI(models=...)` replaces it.
 
 Control endpoints (mock-only, never recorded, no request id used): `POST /_mock/script`,
 `POST /_mock/fault`, `POST /_mock/pace`, `GET /_mock/requests`, `DELETE /_mock/requests`,
@@ -43,19 +50,22 @@ import time
 import traceback
 from collections import deque
 from dataclasses import dataclass, replace
-from typing import Any, Awaitable, Callable, Mapping
+from typing import Any, Awaitable, Callable, Iterable, Mapping
 from urllib.parse import urlsplit
 
 import httpx
 
 from miniagent.mock import brain as _brain
-from miniagent.mock import safejson, stream
+from miniagent.mock import cors, safejson, stream
+from miniagent.mock.caching import PromptCache
+from miniagent.mock.thinking import output_tokens
 from miniagent.mock.faults import (DEFAULT_RETRY_AFTER, MAX_RETRY_AFTER, Fault, FaultQueue, Flaky, is_error_status,
                                    make_fault, parse_fault_header, script_fault, seconds)
+from miniagent.mock.models import MODELS_PATH, Catalog, catalog_from
 from miniagent.mock.pacing import Pacing, pacing_from, parse_pace_header, waits
 from miniagent.mock.records import MAX_RECORD_BYTES, MAX_RECORDS, REDACTED, RecordLog
-from miniagent.mock.validate import SUPPORTED_VERSIONS, ApiError, validate_request
-from miniagent.tokens import estimate_content, estimate_request
+from miniagent.mock.validate import SUPPORTED_VERSIONS, ApiError, parse_betas, validate_request
+from miniagent.tokens import estimate_request
 
 __all__ = ["MockAPI", "MockReply", "error_reply", "parse_fault_header", "DEFAULT_RETRY_AFTER", "REDACTED",
            "MAX_BODY_BYTES"]
@@ -66,7 +76,8 @@ MAX_BODY_BYTES = 32 * 1024 * 1024  # the real limit for Messages and token count
 MAX_SCRIPT = 1_000                  # scripted responses waiting
 MAX_SCRIPT_BYTES = MAX_BODY_BYTES   # their total size as JSON
 NO_RETRY_STATUSES = (400, 401, 403, 404, 413)
-API_ROUTES = (("POST", MESSAGES_PATH), ("POST", COUNT_TOKENS_PATH))
+API_ROUTES = (("POST", MESSAGES_PATH), ("POST", COUNT_TOKENS_PATH), ("GET", MODELS_PATH),
+              ("GET", MODELS_PATH + "/{model_id}"))
 CONTROL_ROUTES = (("POST", "/_mock/script"), ("POST", "/_mock/fault"), ("POST", "/_mock/pace"),
                   ("GET", "/_mock/requests"), ("DELETE", "/_mock/requests"), ("POST", "/_mock/reset"))
 STREAM_CONTENT_TYPE = "text/event-stream; charset=utf-8"
@@ -144,31 +155,41 @@ class MockAPI:
     two such failures in a row. `max_records` / `max_record_bytes`: how many requests,
     and how many bytes of them, `records` keeps (the oldest go first). `pacing`:
     `{"first": seconds, "rate": tokens per second}` (or a `Pacing`), how fast answers
-    arrive (see pacing.py; default: at once).
+    arrive (see pacing.py; default: at once). `models`: the models the mock answers as
+    (models.py), names or dicts, or a `Catalog`; any other model name is the API's 404.
+    Default: the catalog generated from the official SDK; for one more name, e.g.
+    `MockAPI(models=[*miniagent.mock.models.MODELS, "workshop-model"])`. `clock`: the
+    seconds the prompt cache (caching.py) reads its lifetimes from (default
+    `time.monotonic`; a test can pass its own and let an hour pass at once).
     """
 
     def __init__(self, *, api_keys: set[str] | None = None, strict_alternation: bool = False,
                  brain: Callable[[dict], dict] | None = None, flaky: float = 0.0, seed: int = 0,
                  max_records: int = MAX_RECORDS, max_record_bytes: int = MAX_RECORD_BYTES,
-                 pacing: Pacing | Mapping[str, Any] | None = None) -> None:
+                 pacing: Pacing | Mapping[str, Any] | None = None,
+                 models: Catalog | Iterable[str | Mapping[str, Any]] | None = None,
+                 clock: Callable[[], float] = time.monotonic) -> None:
         if api_keys is not None and not all(isinstance(k, str) and k for k in api_keys):
             raise ValueError("api_keys must be a set of non-empty strings, or None to accept any key")
         self.api_keys = set(api_keys) if api_keys is not None else None
         self.strict_alternation = strict_alternation
+        self.models = catalog_from(models)
         self._brain = brain
         self._default_pacing = pacing_from(pacing)
         self._flaky = Flaky(flaky, seed)
         self._records = RecordLog(max_records, max_record_bytes)
         self._lock = threading.RLock()  # re-entrant: a scripted callable may read mock.records
+        self._cache = PromptCache(clock)  # the prompts cached by cache_control (caching.py)
         self.reset()
 
     # --- state --------------------------------------------------------------------
 
     def reset(self) -> None:
-        """Forget records, scripted responses, pending faults and any `pace()`; restart the id counters
-        and the flaky pattern. (The pacing goes back to the one given to the constructor.)"""
+        """Forget records, scripted responses, pending faults, cached prompts and any `pace()`; restart
+        the id counters and the flaky pattern. (The pacing goes back to the one given to the constructor.)"""
         with self._lock:
             self._records.clear()
+            self._cache.clear()
             self._script: deque[_Scripted] = deque()
             self._faults = FaultQueue()
             self._flaky.reset()
@@ -291,37 +312,59 @@ class MockAPI:
 
     def handle(self, method: str, path: str, headers: Mapping[str, str], body: bytes) -> MockReply:
         """Answer one HTTP request. Never raises: bad input gets the API's error reply, and
-        a bug in the mock a 500 `api_error` that says so."""
+        a bug in the mock a 500 `api_error` that says so. `path` is the request target,
+        with its query string (`GET /v1/models?limit=5`)."""
+        lowered: dict[str, str] = {}
         try:
-            return self._handle(str(method).upper(), _route_path(str(path)),
-                                {str(k).lower(): str(v) for k, v in headers.items()}, bytes(body))
+            lowered = {str(k).lower(): str(v) for k, v in headers.items()}
+            target = str(path)
+            reply = self._handle(str(method).upper(), _route_path(target), lowered, bytes(body), _query(target))
         except Exception as exc:  # the last resort: even a bug here must be an HTTP answer
             where = traceback.extract_tb(exc.__traceback__)[-1] if exc.__traceback__ else None
             at = f" at {where.filename.rsplit('/', 1)[-1]}:{where.lineno}" if where else ""
             # the type and place only: an exception's text could quote a header, and so a key
-            return error_reply(500, f"{INTERNAL_ERROR}: {type(exc).__name__}{at}", "req_mock_error")
+            reply = error_reply(500, f"{INTERNAL_ERROR}: {type(exc).__name__}{at}", "req_mock_error")
+        reply.headers.update(cors.answer_headers(lowered))  # a page may read every answer, if it said so
+        return reply
 
-    def _handle(self, method: str, path: str, headers: dict[str, str], body: bytes) -> MockReply:
+    def _handle(self, method: str, path: str, headers: dict[str, str], body: bytes, query: str = "") -> MockReply:
         if len(body) > MAX_BODY_BYTES:
             return error_reply(413, f"Request exceeds the maximum size of {MAX_BODY_BYTES} bytes")
+        if method == "OPTIONS":  # a browser's preflight: no key, no record, no request id (cors.py)
+            return MockReply(204, cors.preflight_headers(headers), b"")
+        if cors.refused(headers):
+            return error_reply(401, cors.REFUSED)
         if path.startswith("/_mock/"):
             return self._control(method, path, headers, body)
         with self._lock:
             self._counters["req"] += 1
             n = self._counters["req"]
             rid = f"req_mock_{n:04d}"
-            if (method, path) not in API_ROUTES:
+            if not _api_route(method, path):
                 return _error(_not_found(method, path), rid)
             problem = _check_auth(headers, self.api_keys)
             if problem:
                 return _error(problem, rid)  # not recorded: a stranger's request stores nothing
-            reply = self._answer(path, headers, body, rid)
+            if path.startswith(MODELS_PATH):
+                reply = self._models(path, query, headers, rid)
+            else:
+                reply = self._answer(path, headers, body, rid)
             self._records.add(n, method, path, headers, body, None if reply.drop else reply.status,
                               None if reply.drop else reply.sent)
         return reply
 
-    def _answer(self, path: str, headers: dict[str, str], raw: bytes, rid: str) -> MockReply:
+    def _models(self, path: str, query: str, headers: dict[str, str], rid: str) -> MockReply:
+        """`GET /v1/models` (a page) and `GET /v1/models/{model_id}`, from the catalog (models.py).
+        No faults or pacing here: those serve the lessons about calling a model."""
         problem = _check_version(headers)
+        if problem:
+            return _error(problem, rid)
+        answer = self.models.listing(query) if path == MODELS_PATH else \
+            self.models.retrieve(path[len(MODELS_PATH) + 1:])
+        return _error(answer, rid) if isinstance(answer, ApiError) else _json_reply(200, answer, rid)
+
+    def _answer(self, path: str, headers: dict[str, str], raw: bytes, rid: str) -> MockReply:
+        problem = _check_version(headers) or parse_betas(headers.get("anthropic-beta"))[1]
         if problem:
             return _error(problem, rid)
         try:
@@ -355,7 +398,8 @@ class MockAPI:
         """An error or a token count as a reply; a model's answer as an `_Answer` (to send plain or streamed)."""
         counting = path == COUNT_TOKENS_PATH
         problem = validate_request(body, version=headers["anthropic-version"], count_tokens=counting,
-                                   strict_alternation=self.strict_alternation)
+                                   strict_alternation=self.strict_alternation, models=self.models,
+                                   betas=parse_betas(headers.get("anthropic-beta"))[0])
         if problem:
             return _error(problem, rid)
         if counting:
@@ -403,13 +447,18 @@ class MockAPI:
         return copy.deepcopy(item)
 
     def _message(self, body: dict, partial: dict) -> dict:
-        """A full Message (wire-format §1.5) from a partial one: ids, model, usage."""
+        """A full Message (wire-format §1.5) from a partial one: ids, model, usage (`_usage`)."""
         content = _content_blocks(partial.get("content", []))
         for k, block in enumerate(content):
             if block.get("type") == "tool_use" and "id" not in block:
                 self._counters["toolu"] += 1
                 # id right after type, where the real API puts it: printed wire reads the same
-                content[k] = {"type": "tool_use", "id": f"toolu_mock_{self._counters['toolu']:04d}", **block}
+                content[k] = block = {"type": "tool_use", "id": f"toolu_mock_{self._counters['toolu']:04d}", **block}
+            if block.get("type") == "tool_use" and "caller" not in block:
+                # who made the call: the real API always says (the model itself: "direct"), after the
+                # name (wire-format §5.B), so an SDK's model_dump() holds a caller it may send back
+                head = {key: value for key, value in block.items() if key != "input"}
+                content[k] = {**head, "caller": {"type": "direct"}, **({"input": block["input"]} if "input" in block else {})}
         self._counters["msg"] += 1
         uses_tools = any(b.get("type") == "tool_use" for b in content)
         return {
@@ -420,14 +469,24 @@ class MockAPI:
             "content": content,
             "stop_reason": partial.get("stop_reason") or ("tool_use" if uses_tools else "end_turn"),
             "stop_sequence": partial.get("stop_sequence"),
-            "usage": {
-                "input_tokens": estimate_request(body),
-                "output_tokens": estimate_content(content),
-                "cache_creation_input_tokens": 0,
-                "cache_read_input_tokens": 0,
-                "service_tier": "standard",
-            },
+            "usage": self._usage(body, content),
         }
+
+    def _usage(self, body: dict, content: list[dict]) -> dict:
+        """Usage from the token estimate: output counts thinking too, shown or not (thinking.py); with
+        cache_control breakpoints, the input splits into read, written and the rest (caching.py), which
+        add up to the uncached input_tokens. Without breakpoints, the same keys as ever, in the same order."""
+        usage = {"input_tokens": estimate_request(body), "output_tokens": output_tokens(content),
+                 "cache_creation_input_tokens": 0, "cache_read_input_tokens": 0}
+        cached = self._cache.account(body)
+        if cached is not None:
+            usage["input_tokens"] -= cached.read + cached.created
+            usage["cache_creation_input_tokens"] = cached.created
+            usage["cache_read_input_tokens"] = cached.read
+            usage["cache_creation"] = {"ephemeral_5m_input_tokens": cached.created_5m,
+                                       "ephemeral_1h_input_tokens": cached.created_1h}
+        usage["service_tier"] = "standard"
+        return usage
 
     # --- control endpoints ------------------------------------------------------------
 
@@ -523,6 +582,22 @@ def _route_path(target: str) -> str:
         except ValueError:  # e.g. "http://[::1/": not a URL, so no route either
             return target
     return target.split("?", 1)[0]
+
+
+def _query(target: str) -> str:
+    """The query string of a request target (either form, as `_route_path` takes them)."""
+    if target[:8].lower().startswith(("http://", "https://")):
+        try:
+            return urlsplit(target).query
+        except ValueError:
+            return ""
+    return target.partition("?")[2]
+
+
+def _api_route(method: str, path: str) -> bool:
+    """One of the API's routes (`GET /v1/models/{model_id}` for any id)."""
+    return (method, path) in API_ROUTES or (method == "GET" and path.startswith(MODELS_PATH + "/")
+                                            and len(path) > len(MODELS_PATH) + 1)
 
 
 def _not_found(method: str, path: str) -> ApiError:

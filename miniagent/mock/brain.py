@@ -16,8 +16,14 @@ request, cities, numbers, stated facts, arguments from a schema) lives in
 what, the final answer composed from the tool results, one correction of a failed
 call, a summary when asked for one, and otherwise a brief answer that says it is
 the offline mock. Read it top to bottom: what to say, picking tools, planning the
-calls, answering after tool results, summaries, plain answers, then the response
-and the limits every answer passes through (stop sequences, max_tokens).
+calls, answering after tool results, summaries, plain answers, thinking, then the
+response and the limits every answer passes through (stop sequences, max_tokens).
+
+Two request options change the shape of an answer rather than its substance: a JSON
+format (`output_config.format`, or a prompt that gives a schema and asks for JSON)
+turns a text answer into JSON for the schema (structured.py fills it); and thinking
+(`thinking` enabled or adaptive) puts a signed `thinking` block first, a few lines
+that say what the brain is about to do and why (thinking.py signs it).
 """
 
 from __future__ import annotations
@@ -28,13 +34,14 @@ import re
 from dataclasses import dataclass, field
 from itertools import groupby
 
-from miniagent.messages import text_block, text_of, tool_results
+from miniagent.messages import clean_text, text_block, text_of, tool_results
+from miniagent.mock import structured, thinking
 from miniagent.mock.reading import (
     SUMMARISE, Ask, Pair, args_text, asked_concepts, asked_fact, content_words, entries_of, episode, facts,
     fill_args, find_cities, kind, language, numbers, primary_concept, question_index, quoted,
     schema_properties, states_fact, system_text, tool_concepts, tool_words, transcript, user_text, values_for,
 )
-from miniagent.tokens import BLOCK_OVERHEAD, estimate_block, estimate_text
+from miniagent.tokens import BLOCK_OVERHEAD, estimate_text
 
 # --- what to say, in both languages --------------------------------------------------
 
@@ -87,6 +94,9 @@ SAY = {
         "asked": "用户问过：{items}。", "results": "工具结果：{items}。", "points": "要点：{items}。",
     },
 }
+
+
+MAX_JSON_CHARS = 1_000_000  # the longest JSON the brain writes (128,000 tokens are at most 512,000 characters)
 
 
 def _clip(text: str, limit: int) -> str:
@@ -169,7 +179,10 @@ def plan(question: str, tools: list[dict], choice: dict) -> tuple[list[dict], li
     """All the tool calls this question needs, and (tool, field) pairs it could not fill.
 
     All of them even with `disable_parallel_tool_use`: the caller makes them one per turn.
-    A forced choice ("any", "tool") always yields a call, its arguments guessed if need be.
+    A forced choice ("any", "tool") always yields a call: what the question does not give
+    is filled from the tool's schema with neutral values (structured.instance), never by
+    pasting the question into every string. A forced call, and any call of a `strict` tool,
+    always fits the tool's schema, as the API guarantees.
     """
     mode = choice.get("type", "auto")
     if not tools or mode == "none":
@@ -188,12 +201,20 @@ def plan(question: str, tools: list[dict], choice: dict) -> tuple[list[dict], li
     calls, missing = [], []
     for pick in picks:
         name = names[pick.index]
-        ask = Ask(question, cities.get(pick.index, []), all_cities, nums, quotes, pick.anchors)
-        inputs, lacking = fill_args(tools[pick.index], ask, forced=mode in ("any", "tool"))
+        ask = Ask(question, cities.get(pick.index, []), all_cities, list(nums), list(quotes), pick.anchors)
+        schema = tools[pick.index].get("input_schema") or {}
+        inputs, lacking = fill_args(tools[pick.index], ask)
+        if mode in ("any", "tool") or tools[pick.index].get("strict") is True:  # the schema is guaranteed
+            if lacking and mode in ("any", "tool") or not lacking and not all(structured.fits(i, schema) for i in inputs):
+                ask = Ask(question, cities.get(pick.index, []), all_cities, list(nums), list(quotes), pick.anchors)
+                filled = structured.instance(schema, ask, name)
+                # a schema whose references fan out can need more JSON than any answer holds: no arguments then
+                inputs, lacking = [filled if structured.dumps(filled, MAX_JSON_CHARS)[1] else {}], None
         if lacking:
             if pick.strong:
                 missing.append((name, lacking))
             continue
+        nums[:], quotes[:] = ask.numbers, ask.quoted  # what this tool used is gone for the next one
         calls += [_tool_use(name, inp) for inp in inputs]
     return calls, missing
 
@@ -228,8 +249,10 @@ def describe(calls: list[dict], tools: list[dict], lang: str) -> str:
     return start + (sep.join(parts[:-1]) + last + parts[-1] if len(parts) > 1 else parts[0]) + end
 
 
-def _with_calls(text: str, calls: list[dict]) -> list[dict]:
-    return [text_block(text), *calls]
+def _with_calls(text: str, calls: list[dict], forced: bool = False) -> list[dict]:
+    """The calls, after a sentence that says what they are for. A forced tool choice has the API
+    prefill the turn to force a call, so no sentence comes before it (the API's docs say so)."""
+    return list(calls) if forced else [text_block(text), *calls]
 
 
 # --- after tool results: correct once, or answer ---------------------------------------------------
@@ -376,8 +399,38 @@ def after_tools(question: str, pairs: list[Pair], body: dict, lang: str) -> list
     if choice.get("disable_parallel_tool_use"):
         calls, notes = calls[:1], notes[:1]
     if calls:
-        return _with_calls(" ".join(notes) or describe(calls, tools, lang), calls)
-    return [text_block(final_answer(question, pairs, tools, lang))]
+        return _with_calls(" ".join(notes) or describe(calls, tools, lang), calls, forced=mode in ("any", "tool"))
+    said = final_answer(question, pairs, tools, lang)
+    if mode != "none" and not any(p.call.get("name") == _output_name(tools) for p in pairs):
+        if (answered := output_call(tools, question, pairs, said, {})) is not None:
+            return [answered]
+    return [text_block(said)]
+
+
+# --- an output tool: the answer as a tool call ----------------------------------------------------------
+
+# A tool whose name or description says it takes the final answer: how many clients ask for structured
+# output without forcing a tool (pydantic-ai's `final_result`, "The final response which ends this
+# conversation"; "respond with", "structured output"). A model answers through it instead of in text.
+OUTPUT_TOOL = re.compile(r"\bfinal[ _-]?(?:result|answer|response|output)|\bstructured[ _-]?output|"
+                         r"\brespond(?:[ _-]?with|[ _-]?to[ _-]?the[ _-]?user)\b", re.IGNORECASE)
+
+
+def _output_name(tools: list[dict]) -> str | None:
+    return next((t.get("name") for t in tools
+                 if OUTPUT_TOOL.search(f"{t.get('name', '')} {t.get('description') or ''}")), None)
+
+
+def output_call(tools: list[dict], question: str, pairs: list[Pair], said: str, known: dict) -> dict | None:
+    """A call of the output tool, if there is one, with the answer as its arguments: values from the
+    question and the tool results, the brain's own answer for an answer-like field (structured.instance)."""
+    name = _output_name(tools)
+    if name is None:
+        return None
+    schema = _tool_named(tools, name).get("input_schema") or {}
+    context = "\n".join(f"{p.call.get('name', '')}: {p.result}" for p in pairs)
+    filled = structured.instance(schema, structured.answer_ask(question, context, said, known), name)
+    return _tool_use(name, filled if isinstance(filled, dict) and structured.dumps(filled, MAX_JSON_CHARS)[1] else {})
 
 
 # --- summaries ---------------------------------------------------------------------------------------
@@ -440,6 +493,93 @@ def plain_answer(question: str, known: dict[str, str], tools: list[dict], lang: 
     return say["mark"] + no_fit + say["unknown"].format(q=_clip(question.strip(), 80))
 
 
+# --- JSON answers and thinking -------------------------------------------------------------------------
+
+THINK = {
+    "en": {
+        "asks": 'The user asks: "{q}". ', "nothing": "There is no question yet. ",
+        "call": "I'll call {calls}.", "results": "The tool results so far: {items}. ",
+        "retry": "A call failed, so I'll correct it and try once more: {calls}.",
+        "done": "The tool results are in ({items}); that is everything the question needs, so I'll answer now.",
+        "summary": "This asks for a summary: I'll keep the stated facts, the questions and the tool results, briefly.",
+        "no_tools": "I have no tools and know only what is in this conversation, so I'll answer from that.",
+        "direct": "None of my tools ({names}) is needed here, so I'll answer directly.",
+        "json": " The answer must be JSON for the schema I was given ({fields}), so I'll fill each field "
+                "from the question and leave out what it does not say.",
+    },
+    "zh": {
+        "asks": "用户问：「{q}」。", "nothing": "还没有问题。",
+        "call": "我要调用 {calls}。", "results": "目前的工具结果：{items}。",
+        "retry": "有一次调用失败了，我修正后再试一次：{calls}。",
+        "done": "工具结果都有了（{items}），问题需要的都齐了，现在可以回答。",
+        "summary": "这是要总结：我会简短地保留对话里的事实、问题和工具结果。",
+        "no_tools": "我没有工具，只知道这段对话里的内容，就按这些来回答。",
+        "direct": "这里用不上我的工具（{names}），直接回答。",
+        "json": "回答必须是符合给定 schema 的 JSON（{fields}），我会按问题填好每个字段，问题没说的就不填。",
+    },
+}
+
+
+def _call_text(call: dict) -> str:
+    """A call as the thinking writes it: `get_weather(city="Paris")`."""
+    args = ", ".join(f"{k}={json.dumps(v, ensure_ascii=False)}" for k, v in (call.get("input") or {}).items())
+    return f"{call['name']}({args})"
+
+
+def think(body: dict, messages: list[dict], content: list[dict], schema: dict | None) -> str:
+    """What the brain "thinks" before it answers: the question, what it will do about it, and why.
+
+    Plain text in the question's language, a few lines, built from the answer already
+    decided (so the thinking always agrees with what follows it). Marked as the mock's.
+    """
+    at = question_index(messages)
+    question = user_text(messages[at]) if at >= 0 else ""
+    lang = language(question)
+    say, tools = THINK[lang], body.get("tools") or []
+    parts = [SAY[lang]["mark"], say["asks"].format(q=_clip(clean_text(question), 100)) if question else say["nothing"]]
+    calls = [b for b in content if b["type"] == "tool_use"]
+    pairs = episode(messages, at) if at >= 0 else []
+    results = "; ".join(f"{p.call.get('name', '')} → {_clip(clean_text(p.result), 60)}" for p in pairs[-4:])
+    if calls:
+        if pairs:
+            parts.append(say["results"].format(items=results))
+        failed = pairs and any(p.error for p in pairs if p.round == max(q.round for q in pairs))
+        listing = (", " if lang == "en" else "、").join(_call_text(c) for c in calls)
+        parts.append(say["retry" if failed else "call"].format(calls=listing))
+    elif pairs:
+        parts.append(say["done"].format(items=results))
+    elif SUMMARISE.search(question):
+        parts.append(say["summary"])
+    elif not tools:
+        parts.append(say["no_tools"])
+    else:
+        parts.append(say["direct"].format(names=", ".join(t.get("name", "") for t in tools)))
+    if schema is not None and not calls:
+        fields = ", ".join(list((schema.get("properties") or {}) if isinstance(schema, dict) else {})[:8])
+        parts.append(say["json"].format(fields=fields or "JSON"))
+    return clean_text("".join(parts))
+
+
+def json_schema_for(body: dict, messages: list[dict]) -> dict | None:
+    """The schema the answer's JSON must follow: the request's JSON format, else one its prompt gives."""
+    fmt = structured.requested(body)
+    if fmt is not None:
+        return fmt[1]
+    at = question_index(messages)
+    return structured.prompt_schema(body, user_text(messages[at]) if at >= 0 else "")
+
+
+def json_answer(schema: dict, body: dict, messages: list[dict], said: str) -> str:
+    """The answer as JSON for the schema: values from the question (and the tool results), the text the
+    brain would have said in one answer-like field, defaults for the rest (structured.instance)."""
+    at = question_index(messages)
+    question = user_text(messages[at]) if at >= 0 else ""
+    context = "\n".join(f"{p.call.get('name', '')}: {p.result}" for p in episode(messages, at)) if at >= 0 else ""
+    ask = structured.answer_ask(question, context, said, facts(entries_of(body, messages)))
+    limit = min(MAX_JSON_CHARS, 4 * body.get("max_tokens", 4096) + 16)  # beyond it, max_tokens cuts it anyway
+    return structured.dumps(structured.instance(schema, ask), limit)[0]
+
+
 # --- the response -----------------------------------------------------------------------------------
 
 
@@ -459,12 +599,15 @@ def decide(body: dict, messages: list[dict]) -> list[dict]:
         calls, missing = plan(question, tools, choice)
         if calls:
             calls = calls[:1] if choice.get("disable_parallel_tool_use") else calls
-            return _with_calls(describe(calls, tools, lang), calls)
+            return _with_calls(describe(calls, tools, lang), calls, forced)
         if missing:
             tool, prop = missing[0]
             return [text_block(SAY[lang]["mark"] + SAY[lang]["need"].format(tool=tool, field=prop))]
     known = facts(entries_of(body, messages))
-    return [text_block(plain_answer(question, known, tools, lang))]
+    said = plain_answer(question, known, tools, lang)
+    if choice.get("type") != "none" and (answered := output_call(tools, question, [], said, known)) is not None:
+        return [answered]
+    return [text_block(said)]
 
 
 def continue_from(prefill: str, content: list[dict]) -> list[dict]:
@@ -506,8 +649,10 @@ def finish(content: list[dict], body: dict) -> dict:
     tool_use block that does not fit comes back with an empty input (if even that
     fits): a truncated call that must never be executed. Its `cut_json` says how much
     of its JSON a stream had sent when the budget ran out (the stream shows it; the
-    message never does). The content's token estimate never exceeds max_tokens, so
-    the usage MockAPI reports never does either.
+    message never does). A thinking draft comes first and counts too: cut, it keeps the
+    start that fits (and nothing follows it). The content's token cost never exceeds
+    max_tokens, so the usage MockAPI reports never does either. Drafts are sealed last
+    (thinking.seal), so a signature always matches the thinking it stands for.
     """
     stop_reason, stop_sequence, cut_json = None, None, None
     for n, block in enumerate(content):
@@ -520,19 +665,23 @@ def finish(content: list[dict], body: dict) -> dict:
             break
     budget, kept = body.get("max_tokens", 4096), []
     for block in content:
-        cost = estimate_block(block)
+        cost = thinking.block_tokens(block)
         if cost <= budget:
             kept.append(block)
             budget -= cost
             continue
         stop_reason, stop_sequence = "max_tokens", None
         if block["type"] == "tool_use":
-            if estimate_block(cut_call := {**block, "input": {}}) <= budget:
+            if thinking.block_tokens(cut_call := {**block, "input": {}}) <= budget:
                 kept.append(cut_call)
                 cut_json = _cut_json(block, budget)
+        elif thinking.is_draft(block):
+            if (cut_draft := thinking.cut(block, budget)) is not None:
+                kept.append(cut_draft)
         elif (cut := _cut_text(block["text"], budget)).strip():
             kept.append(text_block(cut))
         break
+    kept = [thinking.seal(b) for b in kept]
     if stop_reason is None:
         stop_reason = "tool_use" if any(b["type"] == "tool_use" for b in kept) else "end_turn"
     answer = {"content": kept, "stop_reason": stop_reason, "stop_sequence": stop_sequence}
@@ -541,16 +690,49 @@ def finish(content: list[dict], body: dict) -> dict:
     return answer
 
 
+def as_read(body: dict) -> dict:
+    """The request as the mock model works with it (a shallow copy; `body` is not changed).
+
+    It calls only the tools it is given a schema for: server tools (web search, code
+    execution...) and Anthropic-defined client tools (bash, text editor, memory, computer...)
+    are valid in a request, but the mock can neither run the first nor knows the second's
+    inputs, so it never calls them, and a tool_choice that forces one of them reads as
+    `auto`. A beta system message that carries only `output_config` reads as empty.
+    """
+    view = dict(body)
+    tools = [t for t in body.get("tools") or []
+             if isinstance(t.get("input_schema"), dict) and t.get("type") in (None, "custom")]
+    if "tools" in body:
+        view["tools"] = tools
+    choice = body.get("tool_choice")
+    if isinstance(choice, dict) and ((choice.get("type") == "tool" and choice.get("name") not in
+                                      {t.get("name") for t in tools}) or (choice.get("type") == "any" and not tools)):
+        view["tool_choice"] = {"type": "auto", **{k: v for k, v in choice.items() if k == "disable_parallel_tool_use"}}
+    view["messages"] = [m if "content" in m else {**m, "content": []} for m in body["messages"]]
+    return view
+
+
 def respond(body: dict) -> dict:
     """The mock model's answer to a validated Messages API request body (no ids, no usage).
 
-    A final assistant message is a prefill: the answer continues it, without repeating it.
+    A final assistant message is a prefill: the answer continues it, without repeating it
+    (and without new thinking: with thinking on, the API wants the prefill to hold it).
+    A text answer becomes JSON when a schema is asked for; tool calls stay tool calls.
     """
+    body = as_read(body)
     messages = list(body["messages"])
-    prefill = ""
-    if messages and messages[-1]["role"] == "assistant":
-        prefill = text_of(messages.pop())
+    prefill = messages.pop() if messages and messages[-1]["role"] == "assistant" else None
     content = decide(body, messages)
-    if prefill:
-        content = continue_from(prefill, content)
+    schema = json_schema_for(body, messages)
+    if schema is not None and not any(b["type"] == "tool_use" for b in content):
+        content = [text_block(json_answer(schema, body, messages, text_of({"content": content})))]
+    if prefill is not None and text_of(prefill):
+        content = continue_from(text_of(prefill), content)
+    config = thinking.settings(body)
+    if config is not None and prefill is None:
+        draft = thinking.draft(think(body, messages, content, schema if isinstance(schema, dict) else None),
+                               config["display"])
+        if config["budget"] is not None:  # the thinking stays within its budget
+            draft = thinking.cut(draft, config["budget"]) or draft
+        content = [draft, *content]
     return finish(content, body)

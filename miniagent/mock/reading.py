@@ -159,16 +159,20 @@ def expressions(text: str) -> list[tuple[int, str]]:
         while expr.count("(") > expr.count(")") and expr.startswith("("):
             rest = expr[1:].lstrip()
             start, expr = start + len(expr) - len(rest), rest
-        is_date = re.fullmatch(r"\d{4}-\d{1,2}-\d{1,2}", expr)
+        is_date = re.match(r"\d{4}-\d{1,2}-\d{1,2}(?![\d.])", expr)  # a date, perhaps with a time after it
         if re.search(r"[\d)]\s*(?:\*\*|//|[-+*/%])\s*[-(]*\s*\d", expr) and not is_date:
             found.append((start, expr))
     return found
 
 
 def numbers(text: str) -> list[int | float]:
-    """The numbers in the text, in order; those inside an arithmetic expression only if there are no others."""
+    """The numbers in the text, in order; those inside an arithmetic expression only if there are no others.
+
+    A minus sign counts only where it cannot be a hyphen: "-40" is negative, "ABC-1234" and
+    "2026-05-09" hold no negative numbers.
+    """
     spans = [(p, p + len(e)) for p, e in expressions(text)]
-    every = [(m.start(), m.group()) for m in re.finditer(r"-?\d+(?:\.\d+)?", text)]
+    every = [(m.start(), m.group()) for m in re.finditer(r"(?:(?<![\w.])-)?(?<![\w.])\d+(?:\.\d+)?|(?<![\w.-])-\d+(?:\.\d+)?", text)]
     outside = [(p, n) for p, n in every if not any(a <= p < b for a, b in spans)]
     return [float(n) if "." in n else int(n) for _, n in (outside or every)]
 
@@ -278,19 +282,66 @@ def schema_properties(tool: dict) -> dict:
     return (tool.get("input_schema") or {}).get("properties") or {}
 
 
+def name_words(name: str) -> list[str]:
+    """A property's name as lowercase words: "firstName", "first_name" and "first-name" are ["first", "name"]."""
+    return [w.lower() for w in re.split(r"[\W_]+|(?<=[a-z0-9])(?=[A-Z])", name) if w]
+
+
+def json_type(prop: dict) -> str | None:
+    """The one type a property wants: its `type`, or the first that is not "null" of a list of types."""
+    kinds = prop.get("type")
+    if isinstance(kinds, list):
+        real = [k for k in kinds if k != "null"]
+        return real[0] if real else ("null" if kinds else None)
+    return kinds if isinstance(kinds, str) else None
+
+
+_SENTIMENT_WORDS = {"sentiment", "mood", "tone", "feeling", "emotion"}
+# What a string property is for, judged from the words of its name (the first row that fits wins).
+_STRING_KINDS = [
+    ("email", {"email", "mail"}),
+    ("url", {"url", "uri", "link", "website", "homepage", "href"}),
+    ("phone", {"phone", "telephone", "mobile"}),
+    ("date", {"date", "birthday", "deadline", "dob"}),
+    ("language", {"language", "lang", "locale"}),
+    ("sentiment", _SENTIMENT_WORDS),
+    ("answer", {"answer", "response", "reply", "output", "result", "explanation", "reason", "reasoning",
+                "rationale", "justification", "comment", "comments", "note", "notes", "summary", "abstract",
+                "tldr", "gist", "description", "details", "overview", "message", "text", "content", "body"}),
+    ("keyword", {"keyword", "keywords", "tag", "tags", "label", "labels", "category", "categories"}),
+    ("topic", {"title", "topic", "subject", "headline", "query", "question", "task", "goal", "intent", "search"}),
+]
+_PERSON_WORDS = {"author", "person", "customer", "sender", "recipient", "username", "user", "contact", "owner"}
+_NAME_QUALIFIERS = {"first", "last", "full", "given", "family", "display", "nick", "user", "customer", "author",
+                    "person", "contact", "sender", "recipient", "owner", "your", "my"}
+# JSON Schema string formats the structured-outputs API supports (wire-format §5.C).
+STRING_FORMATS = ("date-time", "time", "date", "duration", "email", "hostname", "uri", "ipv4", "ipv6", "uuid")
+
+
 def kind(name: str, prop: dict) -> str:
-    """What sort of value a property wants, judged from its name, description and type."""
+    """What sort of value a property wants, judged from its name, description, type and format."""
     if "enum" in prop:
         return "enum"
-    if prop.get("type") not in (None, "string"):
-        return {"integer": "number", "number": "number", "boolean": "boolean"}.get(prop["type"], "other")
-    low, desc = name.lower(), (prop.get("description") or "").lower()
+    if "const" in prop:
+        return "const"
+    t = json_type(prop)
+    if t not in (None, "string"):
+        return {"integer": "number", "number": "number", "boolean": "boolean"}.get(t, "other")
+    low, desc = name.lower(), str(prop.get("description") or "").lower()
+    if prop.get("format") in STRING_FORMATS:
+        return "format"
     if re.search(r"city|location|place|town", low) or re.search(r"\bcity\b|城市", desc):
         return "city"
     if re.search(r"expr|formula|equation|math", low):
         return "expression"
     if re.search(r"timezone|^tz$", low):
         return "timezone"
+    words = name_words(name)
+    if "name" in words and (len(words) == 1 or words[0] in _NAME_QUALIFIERS) or set(words) & _PERSON_WORDS:
+        return "person"
+    for label, signals in _STRING_KINDS:
+        if signals & set(words):
+            return label
     return "string"
 
 
@@ -298,8 +349,10 @@ def enum_choice(question: str, options: list) -> object | None:
     """The enum option the question mentions; after "to/into/in" wins ("convert 100 F to C" -> C).
 
     A one-letter option must match its case when it stands alone, so the "a" in a
-    sentence is not option "A".
+    sentence is not option "A". Only the first 500 options are looked for (a huge enum
+    must not make every answer slow); the others can still be a default.
     """
+    options = options[:500]
     for opt in options:
         tail = r"\b" if len(str(opt)) > 1 else ""
         if re.search(rf"\b(?:to|into|in)\s+{re.escape(str(opt))}{tail}", question, re.I):
@@ -312,10 +365,14 @@ def enum_choice(question: str, options: list) -> object | None:
 
 @dataclass
 class Ask:
-    """What the question offers as argument values for one tool.
+    """What the question offers as argument values for one tool (or one JSON answer).
 
     `numbers` and `quoted` are shared by all the tools of a question and consumed as
-    they are used, so two tools never get the same number or quoted string.
+    they are used, so two tools never get the same number or quoted string. The
+    question's own phrase goes to one free-text property only (`phrase_used`), never
+    pasted into every string. A JSON answer also reads `context` (tool results, for
+    labelled values and numbers), may put `answer` (what the brain would have said)
+    into one answer-like property, and knows the conversation's `known` facts.
     """
 
     question: str
@@ -324,6 +381,15 @@ class Ask:
     numbers: list[int | float]
     quoted: list[str]
     anchors: list[int] = field(default_factory=list)  # where the question asks for this tool
+    context: str = ""
+    answer: str = ""
+    known: dict[str, str] = field(default_factory=dict)
+    phrase_used: bool = False
+
+    @property
+    def text(self) -> str:
+        """Everything a value may be read from: the question, then the context."""
+        return f"{self.question}\n{self.context}" if self.context else self.question
 
 
 def values_for(name: str, prop: dict, ask: Ask, required: bool) -> list:
@@ -342,48 +408,254 @@ def values_for(name: str, prop: dict, ask: Ask, required: bool) -> list:
             return [zone.group()]
         return [tz for c in ask.cities if (tz := timezone_of(c))][:1]
     if k == "number":
+        labelled = labelled_number(name, ask)
+        if labelled is not None:
+            return [labelled]
         return [ask.numbers.pop(0)] if ask.numbers else []
     if k == "enum":
-        chosen = enum_choice(q, prop["enum"])
+        chosen = enum_choice(ask.text, prop["enum"])
+        if chosen is None and set(name_words(name)) & _SENTIMENT_WORDS:
+            chosen = next((o for o in prop["enum"] if str(o).lower() == sentiment(ask.text)), None)
         if chosen is None and required:
             chosen = prop.get("default", prop["enum"][0] if prop["enum"] else None)
         return [] if chosen is None else [chosen]
+    if k == "const":
+        return [prop["const"]]
     if k == "boolean":
+        said = boolean_value(name, ask.text)
+        if said is not None:
+            return [said]
         return [prop.get("default", False)] if required else []
-    if k == "string":
-        if ask.quoted:
-            return [ask.quoted.pop(0)]
-        return [phrase(q, ask.anchors)] if required else []
+    if k == "other":
+        return []
+    return string_values(name, prop, k, ask, required)
+
+
+# --- string values, by what the property is for ------------------------------------------------------
+
+_EMAIL = re.compile(r"(?<![\w.+-])[\w.+-]{1,64}@[\w-]{1,63}(?:\.[\w-]{1,63})+")  # bounded: linear time
+_URL = re.compile(r"https?://[^\s<>\"'()（）「」]+[^\s<>\"'()（）「」.,;:!?。，]")
+_PHONE = re.compile(r"(?<![\w+])\+?\d[\d ().-]{6,}\d(?!\w)")
+_DATE = re.compile(r"\b\d{4}-\d{2}-\d{2}\b")
+_DATE_TIME = re.compile(r"\b(\d{4}-\d{2}-\d{2})[T ](\d{2}:\d{2})(:\d{2}(?:\.\d+)?)?(Z|[+-]\d{2}:\d{2})?")
+_TIME = re.compile(r"\b(\d{1,2}:\d{2})(:\d{2})?(Z|[+-]\d{2}:\d{2})?(?![\d:])")
+_UUID = re.compile(r"\b[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}\b")
+_IPV4 = re.compile(r"\b(?:(?:25[0-5]|2[0-4]\d|1?\d?\d)\.){3}(?:25[0-5]|2[0-4]\d|1?\d?\d)\b")
+_HOST = re.compile(r"\b(?:[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?\.)+[a-z]{2,}\b", re.I)
+# A value that fits the format when the question gives none: what a form's example would show.
+FORMAT_EXAMPLES = {
+    "date-time": "2026-01-01T00:00:00Z", "time": "00:00:00Z", "date": "2026-01-01", "duration": "P1D",
+    "email": "user@example.com", "hostname": "example.com", "uri": "https://example.com", "ipv4": "192.0.2.1",
+    "ipv6": "2001:db8::1", "uuid": "00000000-0000-4000-8000-000000000000",
+}
+_LANGUAGES = [("English", "英语|英文"), ("Chinese", "中文|汉语|普通话"), ("French", "法语|法文"), ("German", "德语|德文"),
+              ("Spanish", "西班牙语"), ("Japanese", "日语|日文"), ("Korean", "韩语|韩文"), ("Italian", "意大利语"),
+              ("Portuguese", "葡萄牙语"), ("Russian", "俄语"), ("Arabic", "阿拉伯语"), ("Dutch", "荷兰语"),
+              ("Hindi", "印地语")]
+_POSITIVE = re.compile(r"\b(?:love\w*|great|good|excellent|amazing|awesome|happy|glad|wonderful|fantastic|like[sd]?"
+                       r"|enjoy\w*|best|perfect|recommend\w*)\b|喜欢|很好|太好|满意|开心|棒", re.I)
+_NEGATIVE = re.compile(r"\b(?:hate\w*|bad|terrible|awful|poor|worst|broken|disappoint\w*|angry|sad|slow|useless"
+                       r"|refund|never again)\b|讨厌|很差|太差|失望|生气|难过", re.I)
+_NOT_PERSONS = {"Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday", "Sunday", "January",
+                "February", "March", "April", "May", "June", "July", "August", "September", "October",
+                "November", "December", "What", "When", "Where", "Which", "Who", "Why", "How", "Please", "Hello",
+                "Hi", "Extract", "Record", "Tell", "Give", "Return", "Answer", "Respond", "Reply", "Summarise",
+                "Summarize", "Translate", "Convert", "Search", "Find", "Get", "Make", "Create", "Write", "List",
+                "JSON", "API", "Is", "Are", "Can", "Could", "Would", "Should", "Do", "Does", "Did", "I", "We"}
+
+
+def sentiment(text: str) -> str:
+    """'positive', 'negative' or 'neutral', by counting a few telling words."""
+    good, bad = len(_POSITIVE.findall(text)), len(_NEGATIVE.findall(text))
+    return "positive" if good > bad else "negative" if bad > good else "neutral"
+
+
+def _words(text: str, n: int) -> str:
+    """At most n words of the text (n * 2 characters for Chinese, which has no spaces)."""
+    if language(text) == "zh":
+        return text[: n * 2].strip()
+    return " ".join(text.split()[:n])
+
+
+def _label(name: str) -> str:
+    """A regular expression for a property's name as a question writes it ("first_name" -> "first[ _-]?name")."""
+    return r"[\s_-]?".join(re.escape(w) for w in name_words(name)) or re.escape(name)
+
+
+def labelled_value(name: str, text: str) -> str | None:
+    """The value the text gives a property by name: `title: "Dune"`, `the colour is blue`, `status = done`."""
+    if not name_words(name):
+        return None
+    m = re.search(rf"(?<![\w-]){_label(name)}s?\s*(?:is|was|are|[:：=])\s*(?:\"([^\"\n]+)\"|“([^”\n]+)”|'([^'\n]+)'"
+                  rf"|([^\s,;!?。，；\n][^,;!?。，；\n]*?))(?=\s*(?:[,;!?。，；\n]|\.(?:\s|$)|\band\b|$))", text, re.I)
+    if not m:
+        return None
+    value = next(g for g in m.groups() if g).strip()
+    return value if value and len(value.split()) <= 8 else None
+
+
+_FLAG_WORDS = {"is", "has", "have", "should", "can", "needs", "need", "requested", "request", "wants", "want",
+               "enabled", "flag", "required", "includes", "include", "contains", "with", "allow", "allowed", "uses"}
+_NEGATION = re.compile(r"\b(?:no|not|never|without|don't|doesn't|didn't|won't|isn't|aren't|wasn't|none)\W+(?:\w+\W+){0,2}$"
+                       r"|(?:不|没有|没|无|别)$", re.I)
+
+
+def boolean_value(name: str, text: str) -> bool | None:
+    """A yes/no property the text speaks of: true when it names the thing ("wants a demo" for
+    `demo_requested`, "this is urgent" for `is_urgent`), false when it says no to it, else None."""
+    words = [w for w in name_words(name) if w not in _FLAG_WORDS and len(w) >= 3]
+    for word in words:
+        m = re.search(rf"\b{re.escape(word)}(?:s|es)?\b", text, re.I)
+        if m:
+            return not _NEGATION.search(text[max(0, m.start() - 40):m.start()])
+    return None
+
+
+def labelled_number(name: str, ask: Ask) -> int | float | None:
+    """A number the text gives a property by name ("age: 36", "36 years old", "3 apples"); it is consumed."""
+    words = name_words(name)
+    if not words:
+        return None
+    number = r"(-?\d+(?:\.\d+)?)"
+    label = _label(name)
+    patterns = [rf"(?<![\w-]){label}s?\s*(?:is|was|are|of|[:：=])?\s*{number}(?![\d.])",
+                rf"(?<![\d.]){number}\s*{label}"]
+    if "age" in words:
+        patterns.insert(0, rf"(?<![\d.]){number}\s*(?:years?|yrs?)(?:[\s-]*old)?|\baged\s*{number}")
+    for pattern in patterns:
+        m = re.search(pattern, ask.text, re.I)
+        if m:
+            raw = next(g for g in m.groups() if g)
+            value = float(raw) if "." in raw else int(raw)
+            if value in ask.numbers:
+                ask.numbers.remove(value)
+            return value
+    return None
+
+
+def _format_value(fmt: str, text: str) -> str | None:
+    """A value of a JSON Schema string format found in the text, written as the format wants it."""
+    if fmt == "date-time" and (m := _DATE_TIME.search(text)):
+        return f"{m.group(1)}T{m.group(2)}{m.group(3) or ':00'}{m.group(4) or 'Z'}"
+    if fmt == "date" and (m := _DATE.search(text)):
+        return m.group()
+    if fmt == "time" and (m := _TIME.search(text)):
+        hours, rest = m.group(1).split(":")
+        return f"{int(hours):02d}:{rest}{m.group(2) or ':00'}{m.group(3) or 'Z'}"
+    finders = {"email": _EMAIL, "uri": _URL, "uuid": _UUID, "ipv4": _IPV4, "hostname": _HOST}
+    m = finders[fmt].search(text) if fmt in finders else None
+    return m.group() if m else None
+
+
+def _person(text: str, ask: Ask) -> str | None:
+    """A person's name: the one the conversation states, else capitalised words that are no city or keyword."""
+    if ask.known.get("name"):
+        return ask.known["name"]
+    places = {c.lower() for _, c in find_cities(text)}
+    for m in re.finditer(r"(?<![\w'])([A-Z][a-z]+(?:[ -][A-Z][a-z]+)*)", text):
+        parts = m.group(1).replace("-", " ").split()
+        while parts and parts[0] in _NOT_PERSONS:
+            parts = parts[1:]
+        candidate = " ".join(parts)
+        if not parts or candidate.lower() in places or set(parts) & (_NOT_PLACES | _NOT_NAMES | _NOT_PERSONS):
+            continue
+        start = m.start() + m.group(1).find(parts[0])
+        if len(parts) == 1 and re.search(r"(?:^|[.!?。！？]\s*)$", text[:start]):
+            continue  # a lone capitalised word starting a sentence is just a capital letter
+        return candidate
+    return None
+
+
+def _language_named(text: str) -> str | None:
+    found = [(m.start(), en) for en, zh in _LANGUAGES if (m := re.search(rf"\b{en}\b|{zh}", text))]
+    return min(found)[1] if found else None
+
+
+def string_values(name: str, prop: dict, k: str, ask: Ask, required: bool) -> list:
+    """Values for a string property: what the text says of it by name, then what the property is for
+    (an email, a date, a person, a language...), then a quoted string, then the question's phrase,
+    given to one free-text property only. [] when the text offers nothing fit."""
+    text = ask.text
+    if k == "format":
+        found = _format_value(prop["format"], text)
+        return [found] if found else []
+    labelled = labelled_value(name, text)
+    if labelled is not None:
+        if labelled in ask.quoted:
+            ask.quoted.remove(labelled)
+        return [labelled]
+    finders = {"email": _EMAIL, "url": _URL, "phone": _PHONE, "date": _DATE}
+    if k in finders:
+        m = finders[k].search(text)
+        return [m.group()] if m else []
+    if k == "person":
+        found = _person(text, ask)
+        return [found] if found else []
+    if k == "language":
+        found = _language_named(text)
+        return [found] if found else (["Chinese" if language(ask.question) == "zh" else "English"] if required else [])
+    if k == "sentiment":
+        return [sentiment(text)] if required else []
+    if k == "keyword" and not ask.quoted:  # the question's own content words, a few
+        found = list(dict.fromkeys(w for _, w in content_words(ask.question)))[:3]
+        return found[:1] if required else found
+    if ask.quoted:
+        return [ask.quoted.pop(0)]
+    if not required:
+        return []
+    if k == "answer" and ask.answer:
+        value, ask.answer = ask.answer, ""  # one property says the answer; a second one gets the phrase
+        return [value]
+    if k == "topic":
+        return [_words(phrase(ask.question, ask.anchors), 8)]
+    if not ask.phrase_used:
+        ask.phrase_used = True
+        return [_words(phrase(ask.question, ask.anchors), 30)]
     return []
 
 
-def _fallback(prop: dict, ask: Ask):
-    """A value for a required property when the caller forces the tool (tool_choice any/tool)."""
-    if prop.get("enum"):
-        return prop["enum"][0]
-    defaults = {"integer": 0, "number": 0, "boolean": False, "array": [], "object": {}}
-    return defaults.get(prop.get("type"), phrase(ask.question, ask.anchors))
+def placeholder(name: str, prop: dict, ask: Ask):
+    """A value for a required property the text says nothing about: the schema's default, else a
+    neutral value of the right kind ("unknown", 0, false, [], {}, an example date or email)."""
+    k = kind(name, prop)
+    if k == "enum":
+        options = prop["enum"]
+        return prop["default"] if prop.get("default") in options else (options[0] if options else None)
+    if k == "const":
+        return prop["const"]
+    if "default" in prop:
+        return prop["default"]
+    if k == "number":
+        return 0
+    if k == "boolean":
+        return False
+    if k == "other":
+        return {"array": [], "object": {}, "null": None}.get(json_type(prop) or "", None)
+    if k == "format":
+        return FORMAT_EXAMPLES[prop["format"]]
+    examples = {"email": FORMAT_EXAMPLES["email"], "url": FORMAT_EXAMPLES["uri"], "date": FORMAT_EXAMPLES["date"],
+                "sentiment": "neutral", "language": "Chinese" if language(ask.question) == "zh" else "English"}
+    return examples.get(k, "未知" if language(ask.question) == "zh" else "unknown")
 
 
-def fill_args(tool: dict, ask: Ask, forced: bool = False) -> tuple[list[dict], str | None]:
+def fill_args(tool: dict, ask: Ask) -> tuple[list[dict], str | None]:
     """Inputs for the calls of one tool, or the required property the question cannot fill.
 
     One call per value when a city or expression property has several ("北京和上海" -> two
     get_weather calls). Optional properties are filled only when the question gives them.
+    (A forced tool choice fills what the question lacks with placeholders: see structured.py.)
     """
     required = (tool.get("input_schema") or {}).get("required") or []
     base: dict = {}
     fan: tuple[str, list] | None = None
     for name, prop in schema_properties(tool).items():
-        values = values_for(name, prop, ask, name in required)
+        values = values_for(name, prop if isinstance(prop, dict) else {}, ask, name in required)
         if not values:
             if name not in required:
                 continue
-            if not forced:
-                return [], name
-            values = [_fallback(prop, ask)]
+            return [], name
         base[name] = values[0]
-        if fan is None and len(values) > 1:
+        if fan is None and len(values) > 1 and kind(name, prop) in ("city", "expression"):
             fan = (name, values)
     if fan:
         return [{**base, fan[0]: v} for v in fan[1]], None

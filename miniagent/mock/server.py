@@ -311,7 +311,7 @@ def _response_bytes(reply: MockReply, *, close: bool, head_only: bool = False) -
              *(f"{name}: {value}" for name, value in reply.headers.items())]
     if reply.events is not None:
         lines.append("transfer-encoding: chunked")
-    elif "content-length" not in reply.headers:
+    elif "content-length" not in reply.headers and reply.status != 204:  # a 204 has no body, nor a length
         lines.append(f"content-length: {len(reply.body)}")
     if close:
         lines.append("connection: close")

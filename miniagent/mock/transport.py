@@ -28,7 +28,7 @@ class Transport(httpx.BaseTransport):
         self.mock, self.sleep = mock, sleep
 
     def handle_request(self, request: httpx.Request) -> httpx.Response:
-        reply = self.mock.handle(request.method, request.url.path, request.headers, request.read())
+        reply = self.mock.handle(request.method, _target(request), request.headers, request.read())
         if reply.delay:
             self.sleep(_wait(reply.delay, request))
         _check_arrival(reply, request)
@@ -42,7 +42,7 @@ class AsyncTransport(httpx.AsyncBaseTransport):
         self.mock, self.sleep = mock, sleep
 
     async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
-        reply = self.mock.handle(request.method, request.url.path, request.headers, await request.aread())
+        reply = self.mock.handle(request.method, _target(request), request.headers, await request.aread())
         if reply.delay:
             await self.sleep(_wait(reply.delay, request))
         _check_arrival(reply, request)
@@ -79,6 +79,11 @@ class _AsyncBody(httpx.AsyncByteStream):
             yield chunk
         if self.reply.broken:
             raise _cut_off(self.reply, self.request)
+
+
+def _target(request: httpx.Request) -> str:
+    """The request target as a server reads it: the path as sent (percent-encoded) and its query."""
+    return request.url.raw_path.decode("ascii", "replace")
 
 
 def _chunks(reply: MockReply) -> list[tuple[float, bytes]]:

@@ -61,7 +61,8 @@ print("stop_reason:", response["stop_reason"])
 # %% [markdown]
 # `stop_reason` is `tool_use`: the model stopped because it wants a tool run. The
 # `tool_use` block carries an `id`, the tool's `name`, and an `input` that follows the
-# schema. Run it, and put the output in a `tool_result` block with the same id.
+# schema (`caller` says the model made the call itself; it matters only for calls made by
+# code the API runs). Run it, and put the output in a `tool_result` block with the same id.
 
 # %%
 tool_use = miniagent.tool_uses(response)[0]
