@@ -5,13 +5,15 @@ consolidated versions live:
 
     messages.py       message dicts and the rules the API checks
     client.py         one LLM call over httpx: retries, usage, bounds, streaming; connect()
+    aclient.py        the same call from asyncio: AsyncClient, connect_async()
+    clientcore.py     what both clients decide (body, errors, retries, records), without I/O
     errors.py         what a failed call means, and whether to retry it
     wire.py           the border checks: request bytes, response shape, bounded records
     deadline.py       a time bound on a whole HTTP attempt, not just between two bytes
     streaming.py      server-sent events parsed by hand, and the message they add up to
     tools.py          a tool = JSON Schema + a function; the registry
     builtin_tools.py  weather, clock, a safe calculator
-    loop.py           the ReAct loop with its budgets
+    loop.py           the ReAct loop with its budgets: the rules once, a sync and an async driver
     context.py        what part of the history each call sends
     workload.py       the long, tool-heavy session notebook 04 and `make bench` measure
     agent.py          all of it assembled, with a trace
@@ -35,6 +37,7 @@ _EXPORTS = {
     "APITimeoutError": "client", "MissingAPIKeyError": "client", "DEFAULT_MODEL": "client",
     "APIKeyError": "client", "InvalidAPIKeyError": "client", "MalformedResponseError": "client",
     "StreamError": "client", "MessageStream": "client",
+    "AsyncClient": "aclient", "connect_async": "aclient", "AsyncMessageStream": "aclient",
     # streaming
     "SSEParser": "streaming", "ServerSentEvent": "streaming", "MessageAccumulator": "streaming",
     # messages
@@ -44,8 +47,8 @@ _EXPORTS = {
     "tool": "tools", "Tool": "tools", "ToolRegistry": "tools",
     "default_tools": "builtin_tools",
     # loop and agent
-    "run_loop": "loop", "LoopResult": "loop",
-    "Agent": "agent",
+    "run_loop": "loop", "arun_loop": "loop", "LoopResult": "loop",
+    "Agent": "agent", "AsyncAgent": "agent",
     # mock
     "MockAPI": "mock",
 }

@@ -1,5 +1,7 @@
 """`python -m miniagent "question"`: the full agent in a terminal.
 
+(`python -m miniagent serve` serves it over HTTP instead, with a web page: `miniagent.serve`.)
+
 Offline (the bundled mock) unless ANTHROPIC_API_KEY is set; `--offline` and `--live`
 force one or the other. Exit status: 0 when the agent finished its answer, 1 when it
 stopped for another reason (an API error, a budget, a truncated answer; the reason
@@ -45,7 +47,9 @@ def build_parser() -> argparse.ArgumentParser:
         description="Ask the miniagent agent one question. It calls its tools (weather, clock, "
                     "calculator) as it sees fit and prints the answer.",
         epilog=f'example: python -m miniagent --verbose "{DEMO_QUESTION}"\n'
-               "exit status: 0 answered, 1 stopped early (reason printed), 2 bad usage or missing key",
+               "exit status: 0 answered, 1 stopped early (reason printed), 2 bad usage or missing key\n"
+               "as a web service: python -m miniagent serve [--port N] (see serve --help); "
+               "to ask the question 'serve', write: python -m miniagent -- serve",
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("question", help="what to ask (quote it)")
@@ -153,6 +157,19 @@ class _TextPrinter:
             self.line_open = False
 
 
+def _serve(argv: list[str]) -> int:
+    """`python -m miniagent serve ...`, or a clear message when its optional dependencies are missing."""
+    import importlib.util
+
+    missing = [name for name in ("fastapi", "uvicorn") if importlib.util.find_spec(name) is None]
+    if missing:
+        print(f"miniagent serve needs {' and '.join(missing)}: pip install 'miniagent[serve]'", file=sys.stderr)
+        return 2
+    from miniagent.serve import main as serve
+
+    return serve(argv)
+
+
 def main(argv: list[str] | None = None, *, tools: ToolRegistry | list | None = None) -> int:
     """Run the CLI; returns the exit status (so tests can call it in-process).
 
@@ -160,6 +177,9 @@ def main(argv: list[str] | None = None, *, tools: ToolRegistry | list | None = N
     wants this command line around its own tools.
     """
     _tolerant_output()
+    argv = sys.argv[1:] if argv is None else argv
+    if argv[:1] == ["serve"]:  # `python -m miniagent serve`: the agent as a web service
+        return _serve(argv[1:])
     parser = build_parser()
     args = parser.parse_args(argv)
     for name in ("question", "system", "model"):

@@ -20,7 +20,7 @@ import sys
 from typing import Any, Callable
 
 from miniagent.client import Usage
-from miniagent.loop import LoopResult, TextCallback, ToolUseCallback, run_loop
+from miniagent.loop import LoopResult, TextCallback, ToolUseCallback, arun_loop, run_loop
 from miniagent.messages import user
 from miniagent.tools import ToolRegistry
 from miniagent.trace import Event, Trace
@@ -85,6 +85,12 @@ class Agent:
         are called for this run after the agent's own (a chat view uses them to draw the
         answer as it arrives, without taking the agent's callbacks away).
         """
+        messages, options, printer = self._start(question, stream, on_text, on_tool_use)
+        return self._end(run_loop(self.client, messages, **options), printer)
+
+    def _start(self, question: str, stream: bool | None, on_text: TextCallback | None,
+               on_tool_use: ToolUseCallback | None) -> tuple[list[dict], dict, "RoundPrinter | None"]:
+        """Everything before the loop runs: checks, callbacks, the trace's question; (messages, options, printer)."""
         if not isinstance(question, str) or not question.strip():
             raise ValueError(f"the question must be a non-empty string, got {question!r}")
         streamed = self.stream if stream is None else bool(stream)
@@ -108,10 +114,13 @@ class Agent:
                             "output_tokens": usage.get("output_tokens", 0)}, printer)
 
         self._step({"type": "question", "text": question}, printer)
-        result = run_loop(self.client, self.history + [user(question)], tools=self.tools or None,
-                          system=self.system, policy=self.policy, max_iterations=self.max_iterations,
-                          token_budget=self.token_budget, parallel=self.parallel, on_event=on_event,
-                          **streaming)
+        options = dict(tools=self.tools or None, system=self.system, policy=self.policy,
+                       max_iterations=self.max_iterations, token_budget=self.token_budget,
+                       parallel=self.parallel, on_event=on_event, **streaming)
+        return self.history + [user(question)], options, printer
+
+    def _end(self, result: LoopResult, printer: "RoundPrinter | None") -> LoopResult:
+        """After the loop: keep the history unless the run failed, print the ending."""
         if result.stop != "api_error":  # on an API error, keep the history as it was before the question
             self.history = result.messages
         self.last_result = result
@@ -121,10 +130,7 @@ class Agent:
 
     def chat(self, question: str) -> str:
         """`run()`, returning just the answer (and why, if the agent stopped early)."""
-        result = self.run(question)
-        if result.ok:
-            return result.text
-        return (result.text + "\n\n" if result.text else "") + f"[stopped: {result.reason}]"
+        return _answer_of(self.run(question))
 
     def reset(self) -> None:
         """Forget the conversation and the trace (the model itself never remembered anything)."""
@@ -138,6 +144,41 @@ class Agent:
             printer(stamped)
         if self.on_step:
             self.on_step(stamped)
+
+
+class AsyncAgent(Agent):
+    """`Agent` for asyncio: `await agent.run(question)`; the same settings, trace and history rules.
+
+    One process can then hold many conversations at once, each waiting on its own model
+    calls and tools without blocking the others (notebook 07, `miniagent.serve`).
+    `client` defaults to `connect_async()`. Cancelling the task that awaits `run` cancels
+    its model call and its tools, and the history stays as it was before the question
+    (as with Ctrl-C in the sync agent). Callbacks are plain functions, called inline:
+    keep them quick.
+    """
+
+    def __init__(self, client: Any = None, tools: ToolRegistry | list | None = None, **settings: Any) -> None:
+        if client is None:
+            from miniagent.aclient import connect_async  # here, so that passing a client never reads the environment
+            client = connect_async()
+        super().__init__(client, tools, **settings)
+
+    async def run(self, question: str, *, stream: bool | None = None,  # type: ignore[override]
+                  on_text: TextCallback | None = None, on_tool_use: ToolUseCallback | None = None) -> LoopResult:
+        """Ask one question (see `Agent.run`)."""
+        messages, options, printer = self._start(question, stream, on_text, on_tool_use)
+        return self._end(await arun_loop(self.client, messages, **options), printer)
+
+    async def chat(self, question: str) -> str:  # type: ignore[override]
+        """`run()`, returning just the answer (and why, if the agent stopped early)."""
+        return _answer_of(await self.run(question))
+
+
+def _answer_of(result: LoopResult) -> str:
+    """The answer, and why the agent stopped if it stopped early."""
+    if result.ok:
+        return result.text
+    return (result.text + "\n\n" if result.text else "") + f"[stopped: {result.reason}]"
 
 
 def _each(callbacks: list[Callable[[Any], None]]) -> Callable[[Any], None] | None:

@@ -24,15 +24,21 @@ the stream into the same message dict, so every rule above holds unchanged, whil
 `on_text` and `on_tool_use` show the answer forming (`StreamWatcher`). A stream that
 breaks is an API error like any other: nothing of it enters the history, and a tool
 call it cut short is never run.
+
+Async (`arun_loop`) changes only who waits: the rules above are written once, in
+`Loop.steps()`, a generator that yields each piece of I/O it needs; `run_loop` performs
+them with plain calls and `arun_loop` with `await` (see "the decisions, once" below).
 """
 
 from __future__ import annotations
 
+import asyncio
 import copy
+import inspect
 import json
 import time
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any, Callable, Generator, Union
 
 from miniagent.client import APIError, Usage
 from miniagent.messages import assistant, storable_content, text_of, tool_result, tool_use_ids, user
@@ -171,6 +177,168 @@ class StreamWatcher:
                 "first_text": rounded(self.first_text)}
 
 
+# --- the decisions, once: a generator that asks its driver to do the I/O --------------------------
+#
+# The loop's rules (budgets, stop reasons, repeat detection, what enters the history) do not
+# depend on whether the model call blocks or is awaited. So they are written once, as a
+# generator that *yields* each piece of I/O it needs (a model call, running the tools, a
+# context policy's hook) and gets the outcome back from `yield`. A driver performs them:
+# `run_loop` with plain calls, `arun_loop` with `await`. If the I/O fails with an APIError,
+# the driver throws it back in at the `yield`, where the rules handle it like any other
+# outcome. Nothing else differs between the two.
+
+
+@dataclass
+class ModelCall:
+    """Call the model with `messages` (streamed through `watcher` when there is one)."""
+    messages: list[dict]
+    watcher: StreamWatcher | None
+
+
+@dataclass
+class ToolCalls:
+    """Run these tool_use blocks; `on_result(block, result, seconds)` as each finishes."""
+    calls: list[dict]
+    on_result: Callable[[dict, dict, float], None]
+
+
+@dataclass
+class PolicyView:
+    """Ask the context policy what part of `history` to send."""
+    history: list[dict]
+
+
+@dataclass
+class PolicyResults:
+    """Let the context policy shorten tool results before they enter the history."""
+    results: list[dict]
+
+
+Effect = Union[ModelCall, ToolCalls, PolicyView, PolicyResults]
+
+
+class Loop:
+    """One run's settings and state; `steps()` is the run, as a generator of Effects."""
+
+    def __init__(self, messages: list[dict], *, tools: ToolRegistry | list | None = None,
+                 system: str | list | None = None, max_iterations: int = 10, token_budget: int | None = None,
+                 max_repeats: int = 2, parallel: bool = True, policy: Any = None,
+                 on_event: Callable[[Event], None] | None = None, stream: bool = False,
+                 on_text: TextCallback | None = None, on_tool_use: ToolUseCallback | None = None,
+                 **create_kwargs: Any) -> None:
+        if not stream and (on_text is not None or on_tool_use is not None):
+            raise TypeError("on_text and on_tool_use are called as a streamed answer arrives: pass stream=True as well")
+        self.registry = tools if isinstance(tools, ToolRegistry) or tools is None else ToolRegistry(tools)
+        self.request = {"system": system, "tools": self.registry.schemas() if self.registry else None,
+                        **create_kwargs}
+        self.history = list(messages)
+        self.max_iterations, self.token_budget, self.max_repeats = max_iterations, token_budget, max_repeats
+        self.parallel, self.policy, self.stream = parallel, policy, stream
+        self.on_text, self.on_tool_use = on_text, on_tool_use
+        self.emit = on_event or (lambda event: None)
+        self.usage = Usage()
+        self.iterations = 0
+
+    def steps(self) -> Generator[Effect, Any, LoopResult]:
+        """The run: yields what it needs done, returns the LoopResult."""
+        history, usage, emit = self.history, self.usage, self.emit
+        seen: dict[str, int] = {}
+        used_ids = tool_use_ids(history)
+        while True:
+            if self.iterations >= self.max_iterations:
+                return self.finish("max_iterations", f"stopped after {self.iterations} model calls "
+                                   f"(max_iterations={self.max_iterations})")
+            if self.token_budget is not None and usage.total_tokens >= self.token_budget:
+                return self.finish("token_budget", f"stopped: {usage.total_tokens:,} tokens used, "
+                                   f"budget {self.token_budget:,}")
+            try:
+                view = (yield PolicyView(history)) if self.policy else history
+            except APIError as err:  # e.g. Summarize's own model call: nothing was appended
+                return self.failed(err, "the context policy's API call", self.iterations + 1)
+            self.iterations += 1
+            iteration = self.iterations
+            emit({"type": "request", "iteration": iteration, "messages": len(history), "sent": len(view)})
+            started = time.perf_counter()
+            watcher = StreamWatcher(iteration, started, self.on_text, self.on_tool_use) if self.stream else None
+            try:
+                response = yield ModelCall(view, watcher)
+            except APIError as err:  # nothing was appended for this call: the history is as it was
+                return self.failed(err, "the API call", iteration, watcher)
+            usage.add(response.get("usage") or {})
+            stop_reason = response.get("stop_reason")
+            content = storable_content(response.get("content"), used_ids)
+            event: Event = {"type": "response", "iteration": iteration, "stop_reason": stop_reason,
+                            "content": content, "usage": response.get("usage"),
+                            "seconds": time.perf_counter() - started}
+            if watcher is not None:
+                event["stream"] = watcher.summary()
+            emit(event)
+            calls = [b for b in content if b["type"] == "tool_use"]
+            if content:
+                history.append(assistant(content))
+            text = text_of({"content": content})
+
+            if stop_reason == "pause_turn" and not calls:  # a long server-side turn paused: send it back
+                continue
+            if stop_reason not in ("tool_use", "pause_turn"):
+                stop, why = _stopped(stop_reason)
+                if calls:  # e.g. a tool call cut mid-arguments: never run it, but answer it
+                    cut = stop_reason not in DONE
+                    history.append(user(_not_executed(calls, f"{why}; " + ("the call was incomplete" if cut
+                                                                           else "the model ended its turn"))))
+                    why += f"; {len(calls)} {'incomplete ' if cut else ''}tool call(s) were not executed"
+                return self.finish(stop, why, text)
+
+            if not calls:
+                return self.finish("unknown_stop_reason",
+                                   "stop_reason was tool_use but the response holds no tool_use block", text)
+            repeated = [b for b in calls if seen.get(call_signature(b), 0) >= self.max_repeats]
+            if repeated:
+                history.append(user(_not_executed(calls, "the same call was already made with the same arguments")))
+                return self.finish("repeated_call", f"the model asked for {repeated[0]['name']} with the same "
+                                   f"arguments {self.max_repeats + 1} times; stopped instead of looping")
+            for b in calls:
+                signature = call_signature(b)
+                seen[signature] = seen.get(signature, 0) + 1
+                emit({"type": "tool_call", "iteration": iteration, "id": b["id"], "name": b["name"],
+                      "input": b.get("input", {})})
+
+            def traced(block: dict, result: dict, seconds: float, iteration: int = iteration) -> None:
+                emit({"type": "tool_result", "iteration": iteration, "id": block["id"], "name": block["name"],
+                      "is_error": bool(result.get("is_error")), "content": result.get("content"), "seconds": seconds})
+
+            if self.registry is None:
+                results = _not_executed(calls, "no tools are available")
+            else:
+                results = yield ToolCalls(calls, traced)
+            if self.policy is not None:
+                try:
+                    results = yield PolicyResults(results)
+                except APIError as err:  # keep the results, unshortened: the history stays a valid conversation
+                    history.append(user(results))
+                    return self.failed(err, "the context policy's API call", iteration)
+            history.append(user(results))
+
+    def finish(self, stop: str, reason: str, text: str = "", error: APIError | None = None) -> LoopResult:
+        self.emit({"type": "stop", "stop": stop, "reason": reason})
+        return LoopResult(stop, reason, text, self.history, self.iterations, self.usage, error)
+
+    def failed(self, err: APIError, what: str, iteration: int, watcher: StreamWatcher | None = None) -> LoopResult:
+        first_line = str(err).splitlines()[0]
+        event: Event = {"type": "error", "iteration": iteration, "error": first_line}
+        reason = f"{what} failed: {first_line}"
+        if watcher is not None:  # a stream that broke (or never began): what of it had arrived
+            event["stream"] = watcher.summary()
+            if watcher.calls_seen:
+                reason += (f"; {watcher.calls_seen} tool call(s) of the broken response were not executed "
+                           f"({watcher.done_calls} of them complete)")
+        self.emit(event)
+        return self.finish("api_error", reason, error=err)
+
+
+# --- the drivers ------------------------------------------------------------------------------------
+
+
 def run_loop(client: Any, messages: list[dict], *, tools: ToolRegistry | list | None = None,
              system: str | list | None = None, max_iterations: int = 10, token_budget: int | None = None,
              max_repeats: int = 2, parallel: bool = True, policy: Any = None,
@@ -196,108 +364,77 @@ def run_loop(client: Any, messages: list[dict], *, tools: ToolRegistry | list | 
     request). A stream that breaks (StreamError, or an `error` event's typed error)
     ends the run as `api_error`, nothing of it kept and none of its tool calls run.
     """
-    if not stream and (on_text is not None or on_tool_use is not None):
-        raise TypeError("on_text and on_tool_use are called as a streamed answer arrives: pass stream=True as well")
-    registry = tools if isinstance(tools, ToolRegistry) or tools is None else ToolRegistry(tools)
-    schemas = registry.schemas() if registry else None
-    history = list(messages)
-    usage = Usage()
-    seen: dict[str, int] = {}
-    used_ids = tool_use_ids(history)
-    emit = on_event or (lambda event: None)
+    loop = Loop(messages, tools=tools, system=system, max_iterations=max_iterations, token_budget=token_budget,
+                max_repeats=max_repeats, parallel=parallel, policy=policy, on_event=on_event, stream=stream,
+                on_text=on_text, on_tool_use=on_tool_use, **create_kwargs)
 
-    def finish(stop: str, reason: str, text: str = "", error: APIError | None = None) -> LoopResult:
-        emit({"type": "stop", "stop": stop, "reason": reason})
-        return LoopResult(stop, reason, text, history, iterations, usage, error)
+    def perform(effect: Effect) -> Any:
+        if isinstance(effect, ModelCall):
+            streaming = {"stream": True, "on_event": effect.watcher} if effect.watcher is not None else {}
+            return client.create(effect.messages, **loop.request, **streaming)
+        if isinstance(effect, ToolCalls):
+            return loop.registry.run_all(effect.calls, parallel=loop.parallel, on_result=effect.on_result)
+        if isinstance(effect, PolicyView):
+            return loop.policy.view(effect.history)
+        return loop.policy.on_tool_results(effect.results)
 
-    def failed(err: APIError, what: str, iteration: int, watcher: StreamWatcher | None = None) -> LoopResult:
-        first_line = str(err).splitlines()[0]
-        event: Event = {"type": "error", "iteration": iteration, "error": first_line}
-        reason = f"{what} failed: {first_line}"
-        if watcher is not None:  # a stream that broke (or never began): what of it had arrived
-            event["stream"] = watcher.summary()
-            if watcher.calls_seen:
-                reason += (f"; {watcher.calls_seen} tool call(s) of the broken response were not executed "
-                           f"({watcher.done_calls} of them complete)")
-        emit(event)
-        return finish("api_error", reason, error=err)
-
-    iterations = 0
-    while True:
-        if iterations >= max_iterations:
-            return finish("max_iterations", f"stopped after {iterations} model calls (max_iterations={max_iterations})")
-        if token_budget is not None and usage.total_tokens >= token_budget:
-            return finish("token_budget", f"stopped: {usage.total_tokens:,} tokens used, budget {token_budget:,}")
-
-        try:
-            view = policy.view(history) if policy else history
-        except APIError as err:  # e.g. Summarize's own model call: nothing was appended
-            return failed(err, "the context policy's API call", iterations + 1)
-        iterations += 1
-        emit({"type": "request", "iteration": iterations, "messages": len(history), "sent": len(view)})
-        started = time.perf_counter()
-        watcher = StreamWatcher(iterations, started, on_text, on_tool_use) if stream else None
-        try:
-            if watcher is not None:
-                response = client.create(view, system=system, tools=schemas, stream=True, on_event=watcher,
-                                         **create_kwargs)
-            else:
-                response = client.create(view, system=system, tools=schemas, **create_kwargs)
-        except APIError as err:  # nothing was appended for this call: the history is as it was
-            return failed(err, "the API call", iterations, watcher)
-        usage.add(response.get("usage") or {})
-        stop_reason = response.get("stop_reason")
-        content = storable_content(response.get("content"), used_ids)
-        event: Event = {"type": "response", "iteration": iterations, "stop_reason": stop_reason,
-                        "content": content, "usage": response.get("usage"),
-                        "seconds": time.perf_counter() - started}
-        if watcher is not None:
-            event["stream"] = watcher.summary()
-        emit(event)
-        calls = [b for b in content if b["type"] == "tool_use"]
-        if content:
-            history.append(assistant(content))
-        text = text_of({"content": content})
-
-        if stop_reason == "pause_turn" and not calls:  # a long server-side turn paused: send it back
-            continue
-        if stop_reason not in ("tool_use", "pause_turn"):
-            stop, why = _stopped(stop_reason)
-            if calls:  # e.g. a tool call cut mid-arguments: never run it, but answer it
-                cut = stop_reason not in DONE
-                history.append(user(_not_executed(calls, f"{why}; " + ("the call was incomplete" if cut
-                                                                       else "the model ended its turn"))))
-                why += f"; {len(calls)} {'incomplete ' if cut else ''}tool call(s) were not executed"
-            return finish(stop, why, text)
-
-        if not calls:
-            return finish("unknown_stop_reason", "stop_reason was tool_use but the response holds no tool_use block", text)
-        repeated = [b for b in calls if seen.get(call_signature(b), 0) >= max_repeats]
-        if repeated:
-            name = repeated[0]["name"]
-            history.append(user(_not_executed(calls, "the same call was already made with the same arguments")))
-            return finish("repeated_call", f"the model asked for {name} with the same arguments "
-                          f"{max_repeats + 1} times; stopped instead of looping")
-        for b in calls:
-            signature = call_signature(b)
-            seen[signature] = seen.get(signature, 0) + 1
-            emit({"type": "tool_call", "iteration": iterations, "id": b["id"], "name": b["name"], "input": b.get("input", {})})
-
-        def traced(block: dict, result: dict, seconds: float) -> None:
-            emit({"type": "tool_result", "iteration": iterations, "id": block["id"], "name": block["name"],
-                  "is_error": bool(result.get("is_error")), "content": result.get("content"), "seconds": seconds})
-
-        if registry is None:
-            results = _not_executed(calls, "no tools are available")
-        else:
-            results = registry.run_all(calls, parallel=parallel, on_result=traced)
-        if policy is not None:
+    steps = loop.steps()
+    try:
+        outcome, error = None, None
+        while True:
             try:
-                results = policy.on_tool_results(results)
-            except APIError as err:  # keep the results, unshortened: the history stays a valid conversation
-                history.append(user(results))
-                return failed(err, "the context policy's API call", iterations)
-        history.append(user(results))
+                effect = steps.throw(error) if error is not None else steps.send(outcome)
+            except StopIteration as done:
+                return done.value
+            outcome, error = None, None
+            try:
+                outcome = perform(effect)
+            except APIError as err:
+                error = err
+    finally:
+        steps.close()
+
+
+async def arun_loop(client: Any, messages: list[dict], **options: Any) -> LoopResult:
+    """`run_loop` for asyncio: the same arguments, rules and result, with every wait awaited.
+
+    `client` is an async client (`AsyncClient`, `connect_async()`). Tools run as
+    `ToolRegistry.arun_all` runs them: coroutine tools awaited, plain functions in
+    threads, so one run's waits never block another's. A context policy's hooks are
+    plain functions that may call the model (Summarize): they run in a thread too.
+    Cancelling the task cancels the model call and the tools; `messages` is unchanged,
+    as always, and what the run had appended is discarded with it.
+    """
+    if not inspect.iscoroutinefunction(getattr(client, "create", None)):
+        raise TypeError(f"arun_loop needs an async client (AsyncClient, connect_async()); "
+                        f"{type(client).__name__}.create is not a coroutine function: use run_loop")
+    loop = Loop(messages, **options)
+
+    async def perform(effect: Effect) -> Any:
+        if isinstance(effect, ModelCall):
+            streaming = {"stream": True, "on_event": effect.watcher} if effect.watcher is not None else {}
+            return await client.create(effect.messages, **loop.request, **streaming)
+        if isinstance(effect, ToolCalls):
+            return await loop.registry.arun_all(effect.calls, parallel=loop.parallel, on_result=effect.on_result)
+        if isinstance(effect, PolicyView):
+            return await asyncio.to_thread(loop.policy.view, effect.history)
+        return await asyncio.to_thread(loop.policy.on_tool_results, effect.results)
+
+    steps = loop.steps()
+    try:
+        outcome, error = None, None
+        while True:
+            try:
+                effect = steps.throw(error) if error is not None else steps.send(outcome)
+            except StopIteration as done:
+                return done.value
+            outcome, error = None, None
+            try:
+                outcome = await perform(effect)
+            except APIError as err:
+                error = err
+    finally:
+        steps.close()
 
 
 def _stopped(stop_reason: Any) -> tuple[str, str]:

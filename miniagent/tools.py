@@ -17,10 +17,15 @@ a `tool_result` block. This module is that contract:
   tool gets its own copy of the arguments, so nothing it does can change what the
   model sent, and whatever it returns becomes text that UTF-8 and JSON can carry.
 - `truncate_text`: keep a huge tool output from swamping the context window.
+
+A tool may be a coroutine function (`async def`). `arun_all` (asyncio) awaits it and
+runs a plain function in a thread of its own, so no tool blocks the event loop;
+`run_all` runs a coroutine tool on an event loop of its own, in its thread.
 """
 
 from __future__ import annotations
 
+import asyncio
 import copy
 import enum
 import functools
@@ -54,8 +59,8 @@ _TICK = 0.05
 class Tool:
     """What the model sees (name, description, input_schema) and what we run (fn).
 
-    `fn` gets the tool_use's `input` as keyword arguments; `timeout` is how long
-    the registry waits for it before answering with an error.
+    `fn` (a function or a coroutine function) gets the tool_use's `input` as keyword
+    arguments; `timeout` is how long the registry waits for it before answering with an error.
     """
 
     name: str
@@ -235,11 +240,21 @@ def _is_json(value: Any) -> bool:
 def _converting_enums(fn: Callable[..., Any], enums: dict[str, type[enum.Enum]]) -> Callable[..., Any]:
     """Wrap fn so that JSON values ("C") arrive as the Enum members (Unit.C) it declares."""
 
-    @functools.wraps(fn)
-    def call(*args: Any, **kwargs: Any) -> Any:
+    def convert(kwargs: dict) -> None:
         for pname, cls in enums.items():
             if kwargs.get(pname) is not None:
                 kwargs[pname] = cls(kwargs[pname])
+
+    if inspect.iscoroutinefunction(fn):  # the wrapper must stay a coroutine function, to be awaited
+        @functools.wraps(fn)
+        async def acall(*args: Any, **kwargs: Any) -> Any:
+            convert(kwargs)
+            return await fn(*args, **kwargs)
+        return acall
+
+    @functools.wraps(fn)
+    def call(*args: Any, **kwargs: Any) -> Any:
+        convert(kwargs)
         return fn(*args, **kwargs)
 
     return call
@@ -498,6 +513,33 @@ class ToolRegistry:
                 finished(*_get(done))
         return results
 
+    async def arun_all(self, tool_uses: list[dict], parallel: bool = True,
+                       on_result: Callable[[dict, dict, float], Any] | None = None) -> list[dict]:
+        """`run_all` for asyncio: the same results in the same order, every wait awaited.
+
+        With `parallel`, the calls run as tasks of one TaskGroup, so cancelling the caller
+        cancels them all (coroutine tools get CancelledError; threads are abandoned).
+        """
+        for block in tool_uses:
+            self._check_block(block)
+        results: list[Any] = [None] * len(tool_uses)
+
+        async def one(i: int, block: dict) -> None:
+            start = time.perf_counter()
+            is_error, text = await self._aoutcome(block)
+            results[i] = tool_result(block["id"], text, is_error=is_error)
+            if on_result:
+                on_result(block, results[i], time.perf_counter() - start)
+
+        if not parallel or len(tool_uses) < 2:
+            for i, block in enumerate(tool_uses):
+                await one(i, block)
+        else:
+            async with asyncio.TaskGroup() as group:
+                for i, block in enumerate(tool_uses):
+                    group.create_task(one(i, block))
+        return results
+
     def _check_block(self, block: Any) -> None:
         if not isinstance(block, dict) or not isinstance(block.get("id"), str):
             raise ValueError(f"expected a tool_use block with an 'id', got {_show(block)}")
@@ -518,31 +560,116 @@ class ToolRegistry:
         """
         name = tool_use.get("name")
         try:
-            is_error, text = self._execute(name, copy.deepcopy(tool_use.get("input", {})))
-            if self.max_output_chars is not None:
-                text = truncate_text(text, self.max_output_chars)
+            chosen, args, refusal = self._prepare(name, tool_use)
+            if refusal is not None:
+                return self._finish(refusal)
+            try:
+                ok, value = call_with_timeout(_blocking(chosen.fn), args, chosen.timeout)
+            except TimeoutError as exc:
+                ok, value = None, f"{exc} and was abandoned"  # a thread cannot be stopped
+            return self._finish(_answer(name, ok, value))
         except Exception as exc:  # noqa: BLE001 - the tool boundary
-            is_error, text = True, f"Error: {safe_str(name)} could not be run ({_raised(exc)}). Tell the user."
-        return is_error, clean_text(text)
+            return self._failed(name, exc)
 
-    def _execute(self, name: Any, args: Any) -> tuple[bool, str]:
-        """(is_error, text) for one call; every failure is phrased as advice to the model."""
+    async def _aoutcome(self, tool_use: dict) -> tuple[bool, str]:
+        """`_outcome` for asyncio: a coroutine tool is awaited, a plain one runs in its own thread.
+
+        On a timeout the coroutine is cancelled (a thread can only be abandoned). When the
+        run itself is cancelled, CancelledError goes through: it is not the tool's failure.
+        """
+        name = tool_use.get("name")
+        try:
+            chosen, args, refusal = self._prepare(name, tool_use)
+            if refusal is not None:
+                return self._finish(refusal)
+            try:
+                ok, value = await asyncio.wait_for(_awaited(chosen.fn, args), chosen.timeout)
+            except TimeoutError:  # wait_for cancelled the coroutine; a thread can only be abandoned
+                how = "was abandoned" if not _is_async(chosen.fn) else "was cancelled"
+                ok, value = None, f"did not finish within {chosen.timeout:g} s and {how}"
+            return self._finish(_answer(name, ok, value))
+        except Exception as exc:  # noqa: BLE001 - the tool boundary
+            return self._failed(name, exc)
+
+    def _prepare(self, name: Any, tool_use: dict) -> tuple[Tool | None, Any, tuple[bool, str] | None]:
+        """(tool, a copy of the arguments, None), or (None, None, the error result) when it must not run."""
+        args = copy.deepcopy(tool_use.get("input", {}))
         chosen = self._tools.get(name) if isinstance(name, str) else None
         if chosen is None:
             known = ", ".join(self._tools) or "(none)"
-            return True, f"Error: unknown tool {name!r}. Available tools: {known}. Call one of these instead."
+            return None, None, (True, f"Error: unknown tool {name!r}. Available tools: {known}. Call one of these instead.")
         problems = validate_arguments(chosen.input_schema, args)
         if problems:
             listed = "\n".join(f"- {p}" for p in problems)
-            return True, f"Error: invalid arguments for {name}:\n{listed}\nFix the arguments and call {name} again."
+            return None, None, (True, f"Error: invalid arguments for {name}:\n{listed}\n"
+                                      f"Fix the arguments and call {name} again.")
+        return chosen, args, None
+
+    def _finish(self, outcome: tuple[bool, str]) -> tuple[bool, str]:
+        is_error, text = outcome
+        if self.max_output_chars is not None:
+            text = truncate_text(text, self.max_output_chars)
+        return is_error, clean_text(text)
+
+    @staticmethod
+    def _failed(name: Any, exc: Exception) -> tuple[bool, str]:
+        return True, clean_text(f"Error: {safe_str(name)} could not be run ({_raised(exc)}). Tell the user.")
+
+
+def _answer(name: str, ok: bool | None, value: Any) -> tuple[bool, str]:
+    """(is_error, text) from a call's outcome (ok None: it timed out, and `value` says how); every failure
+    is advice to the model."""
+    if ok is None:
+        return True, f"Error: {name} {value}. Try again later or answer without it."
+    if not ok:
+        return True, (f"Error: {name} raised {_raised(value)}. "
+                      "If the arguments caused this, correct them and retry; otherwise tell the user.")
+    return False, format_output(value)
+
+
+def _is_async(fn: Callable[..., Any]) -> bool:
+    return inspect.iscoroutinefunction(fn) or inspect.iscoroutinefunction(getattr(fn, "__call__", None))
+
+
+def _blocking(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """fn, callable from a plain thread: a coroutine function gets an event loop of its own there."""
+    if not _is_async(fn):
+        return fn
+    return lambda **kwargs: asyncio.run(fn(**kwargs))
+
+
+async def _awaited(fn: Callable[..., Any], kwargs: dict) -> tuple[bool, Any]:
+    """(True, value) or (False, exception) from fn(**kwargs), awaited; a plain fn runs in a daemon thread.
+
+    Not `asyncio.to_thread`: its pool's threads are joined at interpreter exit, so a tool
+    that hangs would keep the process alive; a daemon thread is abandoned, as in `call_with_timeout`.
+    """
+    if _is_async(fn):
         try:
-            ok, value = call_with_timeout(chosen.fn, args, chosen.timeout)
-        except TimeoutError as exc:
-            return True, f"Error: {name} {exc} and was abandoned. Try again later or answer without it."
-        if not ok:
-            return True, (f"Error: {name} raised {_raised(value)}. "
-                          "If the arguments caused this, correct them and retry; otherwise tell the user.")
-        return False, format_output(value)
+            return True, await fn(**kwargs)
+        except asyncio.CancelledError:
+            raise  # the run was cancelled (or the tool timed out): not the tool's own failure
+        except BaseException as exc:  # noqa: BLE001 - the tool boundary
+            return False, exc
+    loop = asyncio.get_running_loop()
+    future: asyncio.Future = loop.create_future()
+
+    def settle(outcome: tuple[bool, Any]) -> None:
+        if not future.done():  # cancelled or timed out meanwhile: nobody is waiting any more
+            future.set_result(outcome)
+
+    def target() -> None:
+        try:
+            outcome: tuple[bool, Any] = (True, fn(**kwargs))
+        except BaseException as exc:  # noqa: BLE001 - the tool boundary
+            outcome = (False, exc)
+        try:
+            loop.call_soon_threadsafe(settle, outcome)
+        except RuntimeError:  # the event loop has closed: the answer has nowhere to go
+            pass
+
+    threading.Thread(target=target, daemon=True, name=f"tool-{getattr(fn, '__name__', 'call')}").start()
+    return await future
 
 
 def _raised(exc: BaseException) -> str:

@@ -14,7 +14,7 @@ from __future__ import annotations
 import json
 import math
 import zlib
-from typing import Any, Iterable, Iterator
+from typing import Any, AsyncIterable, AsyncIterator, Iterable, Iterator
 
 MAX_RECORD_DEPTH = 40  # deeper structures are recorded as a placeholder
 
@@ -66,28 +66,54 @@ def decompressed(chunks: Iterable[bytes], encoding: str, step: int = 65_536) -> 
     `step` bytes let the reader stop at its size limit. ValueError for an encoding
     that was not asked for (the client asks for gzip and deflate) or a corrupt body.
     """
-    encoding = encoding.strip().lower()
-    if encoding in ("", "identity"):
-        yield from chunks
-        return
-    if encoding not in ("gzip", "x-gzip", "deflate"):
-        raise ValueError(f"the body is encoded as {encoding!r}, which the client did not ask for")
-    decoder = zlib.decompressobj(zlib.MAX_WBITS | 16 if "gzip" in encoding else zlib.MAX_WBITS)
-    first = True
+    decoder = Decompressor(encoding, step)
     for chunk in chunks:
+        yield from decoder.feed(chunk)
+    yield decoder.flush()
+
+
+async def adecompressed(chunks: AsyncIterable[bytes], encoding: str, step: int = 65_536) -> AsyncIterator[bytes]:
+    """`decompressed` for a body that arrives by `async for`: the same pieces, the same bound."""
+    decoder = Decompressor(encoding, step)
+    async for chunk in chunks:
+        for piece in decoder.feed(chunk):
+            yield piece
+    yield decoder.flush()
+
+
+class Decompressor:
+    """The state of one body's decompression, fed a chunk at a time (no I/O, so sync and async share it)."""
+
+    def __init__(self, encoding: str, step: int = 65_536) -> None:
+        self.encoding, self.step = encoding.strip().lower(), step
+        self._decoder = None
+        if self.encoding in ("", "identity"):
+            return
+        if self.encoding not in ("gzip", "x-gzip", "deflate"):
+            raise ValueError(f"the body is encoded as {self.encoding!r}, which the client did not ask for")
+        self._decoder = zlib.decompressobj(zlib.MAX_WBITS | 16 if "gzip" in self.encoding else zlib.MAX_WBITS)
+        self._first = True
+
+    def feed(self, chunk: bytes) -> Iterator[bytes]:
+        """`chunk` decompressed, `step` bytes at a time: the reader may stop between two pieces."""
+        if self._decoder is None:
+            yield chunk
+            return
         while chunk:
             try:
-                piece = decoder.decompress(chunk, step)
+                piece = self._decoder.decompress(chunk, self.step)
             except zlib.error as exc:
-                if not (first and encoding == "deflate"):
-                    raise ValueError(f"the {encoding} body is corrupt ({exc})") from None
-                decoder = zlib.decompressobj(-zlib.MAX_WBITS)  # some servers send raw deflate
-                first = False
+                if not (self._first and self.encoding == "deflate"):
+                    raise ValueError(f"the {self.encoding} body is corrupt ({exc})") from None
+                self._decoder = zlib.decompressobj(-zlib.MAX_WBITS)  # some servers send raw deflate
+                self._first = False
                 continue
-            first = False
+            self._first = False
             yield piece
-            chunk = decoder.unconsumed_tail
-    yield decoder.flush()
+            chunk = self._decoder.unconsumed_tail
+
+    def flush(self) -> bytes:
+        return b"" if self._decoder is None else self._decoder.flush()
 
 
 def decode_json(data: bytes) -> Any:

@@ -6,6 +6,7 @@ that profile, and `-m hypothesis` picks every property test (hypothesis marks th
 No test sets its own `max_examples`, so the profile decides for all of them.
 """
 
+from drivers import driver  # noqa: F401  the fixture of `@both` tests: Client or AsyncClient (drivers.py)
 from hypothesis import settings
 
 settings.register_profile("thorough", max_examples=1000, deadline=None)

@@ -6,6 +6,7 @@ import logging
 import httpx
 import pytest
 
+from drivers import both
 from miniagent import client as client_mod
 from miniagent.client import (APIConnectionError, APITimeoutError, AuthenticationError, BadRequestError, Client,
                               InternalServerError, MalformedResponseError, MissingAPIKeyError, OverloadedError,
@@ -39,6 +40,7 @@ def make(replies, **kwargs):
     return c, seen, sleeps
 
 
+@both
 def test_request_body_and_headers():
     c, seen, _ = make([httpx.Response(200, json=OK)], model="claude-x", max_tokens=77)
     c.create(HELLO, system="be brief")
@@ -58,6 +60,7 @@ def test_optional_fields_left_out_when_unset():
 @pytest.mark.parametrize("status,kind,cls", [(429, "rate_limit_error", RateLimitError),
                                              (529, "overloaded_error", OverloadedError),
                                              (500, "api_error", InternalServerError)])
+@both
 def test_two_faults_then_success_after_two_retries(status, kind, cls):
     headers = {"retry-after": "0.25"} if status == 429 else {}
     c, seen, sleeps = make([error(status, kind, "busy", headers), error(status, kind, "busy", headers),
@@ -72,6 +75,7 @@ def test_two_faults_then_success_after_two_retries(status, kind, cls):
     assert [e.status for e in c.exchanges] == [status, status, 200]
 
 
+@both
 def test_retry_after_ms_wins_over_retry_after():
     c, _, sleeps = make([error(429, "rate_limit_error", "slow down", {"retry-after": "9", "retry-after-ms": "40"}),
                          httpx.Response(200, json=OK)])
@@ -79,6 +83,7 @@ def test_retry_after_ms_wins_over_retry_after():
     assert sleeps == [0.04]
 
 
+@both
 def test_gives_up_after_max_retries_with_typed_error():
     c, seen, sleeps = make([error(529, "overloaded_error", "Overloaded")] * 3)
     with pytest.raises(OverloadedError) as info:
@@ -89,6 +94,7 @@ def test_gives_up_after_max_retries_with_typed_error():
 
 @pytest.mark.parametrize("status,kind,cls", [(400, "invalid_request_error", BadRequestError),
                                              (401, "authentication_error", AuthenticationError)])
+@both
 def test_client_errors_are_not_retried(status, kind, cls):
     c, seen, sleeps = make([error(status, kind, "max_tokens: Field required")])
     with pytest.raises(cls) as info:
@@ -100,6 +106,7 @@ def test_client_errors_are_not_retried(status, kind, cls):
     assert "Hint:" in str(err)
 
 
+@both
 def test_x_should_retry_false_is_obeyed():
     c, seen, _ = make([error(500, "api_error", "no", {"x-should-retry": "false"})])
     with pytest.raises(InternalServerError):
@@ -107,6 +114,7 @@ def test_x_should_retry_false_is_obeyed():
     assert len(seen) == 1
 
 
+@both
 def test_retry_after_longer_than_the_cap_is_not_waited_for():
     c, seen, sleeps = make([error(429, "rate_limit_error", "quota", {"retry-after": "3600"})], max_retry_wait=60)
     with pytest.raises(RateLimitError) as info:
@@ -114,6 +122,7 @@ def test_retry_after_longer_than_the_cap_is_not_waited_for():
     assert len(seen) == 1 and sleeps == [] and "3600" in str(info.value)
 
 
+@both
 def test_connection_errors_and_timeouts_are_retried():
     c, seen, _ = make([httpx.ConnectError("refused"), httpx.ReadTimeout("slow"), httpx.Response(200, json=OK)])
     assert c.create(HELLO)["stop_reason"] == "end_turn"
@@ -126,6 +135,7 @@ def test_connection_errors_and_timeouts_are_retried():
         c3.create(HELLO)
 
 
+@both
 def test_malformed_responses_are_named():
     c, _, _ = make([httpx.Response(200, text="<html>proxy login</html>")])
     with pytest.raises(MalformedResponseError, match="not JSON"):
@@ -135,6 +145,7 @@ def test_malformed_responses_are_named():
         c2.create(HELLO)
 
 
+@both
 def test_usage_totals_add_up():
     c, _, _ = make([httpx.Response(200, json=OK), httpx.Response(200, json=OK)])
     c.create(HELLO)
@@ -142,6 +153,7 @@ def test_usage_totals_add_up():
     assert (c.usage.input_tokens, c.usage.output_tokens, c.usage.calls) == (20, 6, 2)
 
 
+@both
 def test_exchange_records_are_snapshots():
     c, _, _ = make([httpx.Response(200, json=OK)])
     messages = list(HELLO)
@@ -150,6 +162,7 @@ def test_exchange_records_are_snapshots():
     assert c.last.request["body"]["messages"] == HELLO
 
 
+@both
 def test_canary_key_never_leaks(caplog):
     caplog.set_level(logging.DEBUG)
     echo = error(401, "authentication_error", f"invalid x-api-key: {CANARY}")
@@ -165,6 +178,7 @@ def test_canary_key_never_leaks(caplog):
     assert "<redacted>" in json.dumps(c.last.request)
 
 
+@both
 def test_connect_offline_when_forced(monkeypatch, capsys):
     monkeypatch.setenv("MINIAGENT_OFFLINE", "1")
     monkeypatch.setenv("ANTHROPIC_API_KEY", CANARY)
@@ -173,6 +187,7 @@ def test_connect_offline_when_forced(monkeypatch, capsys):
     assert capsys.readouterr().out.startswith("offline (mock API) · model ")
 
 
+@both
 def test_connect_offline_without_a_key_says_how_to_go_live(monkeypatch, capsys):
     monkeypatch.delenv("MINIAGENT_OFFLINE", raising=False)
     monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
@@ -180,6 +195,7 @@ def test_connect_offline_without_a_key_says_how_to_go_live(monkeypatch, capsys):
     assert c.mode == "offline" and "set one to go live" in capsys.readouterr().out
 
 
+@both
 def test_connect_live_reads_the_environment(monkeypatch, capsys):
     monkeypatch.delenv("MINIAGENT_OFFLINE", raising=False)
     monkeypatch.setenv("ANTHROPIC_API_KEY", CANARY)
@@ -191,6 +207,7 @@ def test_connect_live_reads_the_environment(monkeypatch, capsys):
     assert out.strip() == "live at http://127.0.0.1:9/ · model claude-test" and CANARY not in out
 
 
+@both
 def test_live_without_a_key_explains(monkeypatch):
     monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
     with pytest.raises(MissingAPIKeyError) as info:
@@ -202,6 +219,7 @@ def test_default_model_is_not_the_retiring_one():
     assert client_mod.DEFAULT_MODEL != "claude-sonnet-4-5"
 
 
+@both
 def test_live_code_path_against_the_mock_over_http(monkeypatch, capsys):
     """ANTHROPIC_BASE_URL pointed at the mock server: the live path, real sockets, mock answers."""
     from miniagent.mock import serve_in_thread

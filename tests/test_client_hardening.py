@@ -17,6 +17,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from drivers import both
 from miniagent.client import (MAX_RETRY_AFTER, APIError, APITimeoutError, Client, InvalidAPIKeyError,
                               MalformedResponseError, MissingAPIKeyError, RequestEncodingError,
                               ResponseTooLargeError, connect, retry_after_seconds)
@@ -51,6 +52,7 @@ def forms_of(key: str) -> list[str]:
 # --- the API key ----------------------------------------------------------------------
 
 
+@both
 def test_surrounding_whitespace_is_stripped_from_a_key():
     client, seen = replying(httpx.Response(200, json=OK), api_key=f"  {KEY}\n")
     client.create(HELLO)
@@ -77,6 +79,7 @@ def test_a_key_with_bad_characters_inside_is_refused_before_any_request(bad, wha
             assert form not in text
 
 
+@both
 def test_connect_refuses_a_broken_key_from_the_environment_and_sends_nothing(monkeypatch):
     server, url = serve_in_thread()
     try:
@@ -97,6 +100,7 @@ def test_an_empty_key_is_missing(empty):
         Client(api_key=empty)
 
 
+@both
 def test_redaction_never_rewrites_the_data():
     """A short key ("anything", as the README suggests against the mock) must not corrupt answers."""
     mock = MockAPI()
@@ -109,6 +113,7 @@ def test_redaction_never_rewrites_the_data():
     assert client.create(follow_up)["type"] == "message"  # the mock accepted the history as stored
 
 
+@both
 def test_the_key_in_a_successful_answer_is_data_but_in_an_error_it_is_redacted():
     echoed = {**OK, "content": [{"type": "text", "text": f"your key is {KEY}"}]}
     client, _ = replying(httpx.Response(200, json=echoed),
@@ -155,6 +160,7 @@ BROKEN = {
 
 
 @pytest.mark.parametrize("name", BROKEN)
+@both
 def test_every_malformed_200_is_one_typed_error_with_status_and_request_id(name):
     client, _ = replying(httpx.Response(200, json=BROKEN[name], headers={"request-id": "req_broken"}))
     with pytest.raises(MalformedResponseError) as info:
@@ -164,6 +170,7 @@ def test_every_malformed_200_is_one_typed_error_with_status_and_request_id(name)
 
 
 @pytest.mark.parametrize("body", [b"", b"{", b"\xff\xfe\x00", b"[" * 100_000 + b"]" * 100_000, b"null"])
+@both
 def test_a_200_that_is_not_json_or_too_deep_is_malformed(body):
     client, _ = replying(httpx.Response(200, content=body, headers={"request-id": "req_x"}))
     with pytest.raises(MalformedResponseError) as info:
@@ -172,6 +179,7 @@ def test_a_200_that_is_not_json_or_too_deep_is_malformed(body):
 
 
 @pytest.mark.parametrize("payload", [{"input_tokens": "5"}, {"tokens": 5}, [], {"input_tokens": -1}])
+@both
 def test_a_malformed_count_tokens_answer_is_typed(payload):
     client, _ = replying(httpx.Response(200, json=payload))
     with pytest.raises(MalformedResponseError):
@@ -197,6 +205,7 @@ def test_any_corruption_of_a_response_is_a_message_or_a_typed_error(key, value, 
     assert isinstance(message["content"], list) and isinstance(message["usage"]["input_tokens"], int)
 
 
+@both
 def test_an_error_body_of_any_shape_is_a_typed_error():
     for body in ({"error": "boom"}, {"error": {"message": 5, "type": ["x"]}}, [], "x" * 10_000):
         client, _ = replying(httpx.Response(500, json=body))
@@ -237,6 +246,7 @@ def test_retry_after_is_none_or_a_bounded_wait(value, name):
     assert seconds is None or 0.0 <= seconds <= MAX_RETRY_AFTER
 
 
+@both
 def test_unreadable_retry_after_falls_back_to_backoff_and_absurd_is_not_waited():
     busy = {"type": "error", "error": {"type": "rate_limit_error", "message": "slow down"}}
     waits = []
@@ -299,6 +309,7 @@ HEAD = b"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: %d
 
 
 @pytest.mark.parametrize("what,payload", [("the body", None), ("the headers", HEAD + BODY)])
+@both
 def test_a_server_that_trickles_cannot_hold_an_attempt_past_its_timeout(what, payload):
     """One byte every 50 ms would take 10+ s; the attempt must end near its 0.5 s timeout."""
     if payload is None:
@@ -318,6 +329,7 @@ def test_a_server_that_trickles_cannot_hold_an_attempt_past_its_timeout(what, pa
         server.close()
 
 
+@both
 def test_an_oversized_response_is_refused_while_reading():
     big = {**OK, "content": [{"type": "text", "text": "x" * 3_000_000}]}
     client, _ = replying(httpx.Response(200, json=big), max_response_bytes=1_000_000)
@@ -350,6 +362,7 @@ def test_a_decompression_bomb_fails_without_exhausting_memory():
         server.close()
 
 
+@both
 def test_records_of_exchanges_are_bounded_but_the_caller_gets_everything():
     long = "y" * 5_000_000
     reply = {**OK, "content": [{"type": "text", "text": long}]}
@@ -368,6 +381,7 @@ def test_records_of_exchanges_are_bounded_but_the_caller_gets_everything():
     ([{"role": "user", "content": [{"type": "text", "text": "x", "n": float("nan")}]}], "messages.0.content.0.n: nan"),
     ([{"role": "user", "content": {"a", "set"}}], "messages.0.content: a set is not JSON"),
 ])
+@both
 def test_a_body_that_is_not_json_is_refused_before_sending_and_names_the_value(messages, where):
     client, seen = replying()
     with pytest.raises(RequestEncodingError, match=where):
@@ -375,6 +389,7 @@ def test_a_body_that_is_not_json_is_refused_before_sending_and_names_the_value(m
     assert seen == [] and len(client.exchanges) == 0
 
 
+@both
 def test_a_circular_body_is_named():
     loop: list = []
     loop.append(loop)

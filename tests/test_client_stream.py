@@ -10,6 +10,7 @@ import time
 import httpx
 import pytest
 
+from drivers import both
 from miniagent import deadline
 from miniagent.client import (APIConnectionError, APITimeoutError, AuthenticationError, Client,
                               InternalServerError, MalformedResponseError, OverloadedError, RateLimitError,
@@ -93,6 +94,7 @@ def cut_after(n: int) -> bytes:
 # --- the same message, streamed or not ------------------------------------------------------
 
 
+@both
 def test_stream_yields_every_event_and_ends_with_the_message():
     client, seen, _ = make(sse())
     with client.stream(HELLO, tools=[{"name": "get_weather", "input_schema": {"type": "object"}}]) as s:
@@ -105,6 +107,7 @@ def test_stream_yields_every_event_and_ends_with_the_message():
     assert body["stream"] is True and body["tools"][0]["name"] == "get_weather"
 
 
+@both
 def test_create_with_stream_returns_what_create_returns():
     client, seen, _ = make(httpx.Response(200, json=ANSWER), sse())
     plain = client.create(HELLO)
@@ -116,6 +119,7 @@ def test_create_with_stream_returns_what_create_returns():
     assert client.usage.calls == 2 and client.usage.output_tokens == 130
 
 
+@both
 def test_stream_false_is_a_plain_call_and_on_event_needs_a_stream():
     client, seen, _ = make(httpx.Response(200, json=ANSWER))
     assert client.create(HELLO, stream=False) == ANSWER and "stream" not in json.loads(seen[0].content)
@@ -123,6 +127,7 @@ def test_stream_false_is_a_plain_call_and_on_event_needs_a_stream():
         client.create(HELLO, on_event=print)
 
 
+@both
 def test_the_record_of_a_streamed_call():
     client, _, _ = make(sse())
     client.create(HELLO, stream=True)
@@ -132,12 +137,14 @@ def test_the_record_of_a_streamed_call():
     assert record["request"]["headers"]["x-api-key"] == "<redacted>" and record["request"]["body"]["stream"] is True
 
 
+@both
 def test_a_stream_split_anywhere_gives_the_same_message():
     pieces = [BODY[i:i + 3] for i in range(0, len(BODY), 3)]  # cuts inside characters and between \n\n
     client, _, _ = make(sse(pieces))
     assert client.create(HELLO, stream=True) == ANSWER
 
 
+@both
 def test_the_progress_is_visible_while_streaming():
     client, _, _ = make(sse())
     texts = []
@@ -149,6 +156,7 @@ def test_the_progress_is_visible_while_streaming():
     assert texts[-1] == ANSWER["content"][0]["text"] and "" in texts
 
 
+@both
 def test_the_loop_streams_without_knowing_how():
     final = {**ANSWER, "content": [{"type": "text", "text": "Sunny."}], "stop_reason": "end_turn"}
     client, seen, _ = make(sse(), sse(b"".join(encode_event(e) for e in events_of(final))))
@@ -168,6 +176,7 @@ def _weather(city: str) -> str:
 # --- retries before the first byte, never after ------------------------------------------
 
 
+@both
 def test_a_429_before_the_stream_is_retried_as_create_does():
     client, seen, sleeps = make(error(429, "rate_limit_error", "slow down", {"retry-after": "0.25"}), sse())
     with client.stream(HELLO) as s:
@@ -178,6 +187,7 @@ def test_a_429_before_the_stream_is_retried_as_create_does():
     assert client.exchanges[0].stream == {"events": 0, "bytes": 0, "complete": False}
 
 
+@both
 def test_529_5xx_and_dropped_connections_before_the_stream_are_retried_with_backoff():
     client, seen, sleeps = make(error(529, "overloaded_error", "Overloaded"), httpx.ConnectError("refused"), sse(),
                                 max_retries=2)
@@ -185,11 +195,13 @@ def test_529_5xx_and_dropped_connections_before_the_stream_are_retried_with_back
     assert len(seen) == 3 and 0.375 <= sleeps[0] <= 0.5 and 0.75 <= sleeps[1] <= 1.0
 
 
+@both
 def test_a_stream_that_ends_before_its_first_byte_is_retried():
     client, seen, _ = make(sse(b""), sse([httpx.ReadError("reset before any byte")]), sse())
     assert client.create(HELLO, stream=True) == ANSWER and len(seen) == 3
 
 
+@both
 def test_errors_before_the_stream_keep_their_types_and_limits():
     client, seen, _ = make(error(401, "authentication_error", "invalid x-api-key"))
     with pytest.raises(AuthenticationError):
@@ -209,6 +221,7 @@ def test_errors_before_the_stream_keep_their_types_and_limits():
     assert len(seen) == 1
 
 
+@both
 def test_a_stream_cut_after_three_events_is_not_retried_and_says_how_far_it_got():
     cut = BODY.index(b"event: content_block_delta")  # after message_start, ping, content_block_start
     client, seen, sleeps = make(sse([BODY[:cut], httpx.ReadError("connection reset by peer")]), sse())
@@ -225,6 +238,7 @@ def test_a_stream_cut_after_three_events_is_not_retried_and_says_how_far_it_got(
     assert client.usage.calls == 0
 
 
+@both
 def test_a_stream_cut_while_a_tool_call_forms_names_it_and_its_arguments():
     cut = BODY.rindex(b"event:", 0, BODY.rindex(b"input_json_delta"))  # before the tool call's last fragment
     client, _, _ = make(sse([BODY[:cut], httpx.RemoteProtocolError("peer closed connection")]))
@@ -236,6 +250,7 @@ def test_a_stream_cut_while_a_tool_call_forms_names_it_and_its_arguments():
     assert info.value.partial["content"][0] == ANSWER["content"][0]
 
 
+@both
 def test_a_stream_that_ends_early_says_so():
     for body, detail in [(cut_after(5), "ended before message_stop, after 5 events"),
                          (cut_after(5) + b"event: content_block_delta\ndata: {\"ty", "in the middle of an event")]:
@@ -245,6 +260,7 @@ def test_a_stream_that_ends_early_says_so():
         assert info.value.type == "stream_incomplete" and len(seen) == 1
 
 
+@both
 def test_an_error_event_mid_stream_is_the_typed_error_and_is_not_retried():
     overloaded = {"type": "error", "error": {"type": "overloaded_error", "message": "Overloaded"}}
     body = cut_after(5) + encode_event(overloaded)
@@ -264,6 +280,7 @@ def test_an_error_event_mid_stream_is_the_typed_error_and_is_not_retried():
      "content_block_delta for block 4: before that block's content_block_start"),
     (encode_event(EVENTS[2]), "content_block_start before message_start"),
 ])
+@both
 def test_a_malformed_stream_is_a_typed_error_with_status_and_request_id(body, why):
     client, seen, _ = make(sse(body), sse())
     with pytest.raises(MalformedResponseError, match=why) as info:
@@ -271,6 +288,7 @@ def test_a_malformed_stream_is_a_typed_error_with_status_and_request_id(body, wh
     assert info.value.status == 200 and info.value.request_id == "req_stream" and len(seen) == 1
 
 
+@both
 def test_a_json_answer_to_a_stream_request_is_named():
     client, seen, _ = make(httpx.Response(200, json=ANSWER))
     with pytest.raises(MalformedResponseError, match="a stream was asked for, but the answer is 'application/json'"):
@@ -278,6 +296,7 @@ def test_a_json_answer_to_a_stream_request_is_named():
     assert len(seen) == 1
 
 
+@both
 def test_a_caller_who_stops_early_closes_the_stream_and_it_is_recorded():
     client, _, _ = make(sse())
     with client.stream(HELLO) as s:
@@ -292,6 +311,7 @@ def test_a_caller_who_stops_early_closes_the_stream_and_it_is_recorded():
 # --- bounds ----------------------------------------------------------------------------------
 
 
+@both
 def test_the_size_bound_applies_to_a_stream():
     big = {**ANSWER, "content": [{"type": "text", "text": "x" * 50_000}]}
     body = b"".join(encode_event(e) for e in events_of(big, size=1000))
@@ -302,12 +322,14 @@ def test_the_size_bound_applies_to_a_stream():
     assert info.value.partial["content"][0]["text"].startswith("xxx") and client.last.stream["bytes"] > 20_000
 
 
+@both
 def test_a_declared_size_over_the_bound_is_refused_before_reading():
     client, _, _ = make(sse(BODY, headers={"content-length": str(len(BODY))}), max_response_bytes=100)
     with pytest.raises(ResponseTooLargeError, match="it declares"):
         client.create(HELLO, stream=True)
 
 
+@both
 def test_a_gzipped_stream_is_read():
     import gzip
 
@@ -315,6 +337,7 @@ def test_a_gzipped_stream_is_read():
     assert client.create(HELLO, stream=True) == ANSWER
 
 
+@both
 def test_no_deadline_leaks_into_the_callers_code_between_events():
     client, _, _ = make(sse([BODY[i:i + 50] for i in range(0, len(BODY), 50)]))
     seen = []
@@ -322,6 +345,7 @@ def test_no_deadline_leaks_into_the_callers_code_between_events():
     assert seen and set(seen) == {None}
 
 
+@both
 def test_a_slow_caller_between_events_is_not_a_stalled_stream():
     """`timeout` bounds the waits for bytes, not the caller's own time between events."""
     client, _, _ = make(sse([BODY[:200], BODY[200:]]), timeout=0.1)
@@ -352,6 +376,7 @@ def test_until_never_extends_an_outer_deadline():
 # --- secrets ------------------------------------------------------------------------------
 
 
+@both
 def test_the_key_never_appears_in_errors_or_records_but_data_is_data():
     echo = {**ANSWER, "content": [{"type": "text", "text": f"your key is {KEY}"}], "stop_reason": "end_turn"}
     leak = cut_after(5) + encode_event({"type": "error", "error": {"type": "api_error", "message": f"bad {KEY}"}})
@@ -424,6 +449,7 @@ def until_closed(conn, stop):
 HEAD = b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\nconnection: close\r\nrequest-id: req_sock\r\n\r\n"
 
 
+@both
 def test_over_a_socket_a_stream_in_tiny_pieces_is_the_same_message():
     def behaviour(conn, stop):
         conn.sendall(HEAD)
@@ -435,6 +461,7 @@ def test_over_a_socket_a_stream_in_tiny_pieces_is_the_same_message():
         assert client.create(HELLO, stream=True) == ANSWER
 
 
+@both
 def test_over_a_socket_a_stalled_stream_ends_after_timeout():
     def behaviour(conn, stop):
         conn.sendall(HEAD + cut_after(3))

@@ -962,7 +962,7 @@ def test_no_answer_makes_any_check_raise(nb01):
 
 
 @pytest.mark.parametrize("key", ["01-3", "02-2", "03-1", "03-3", "04-1", "04-2", "04-3", "05-1", "05-2", "05-3",
-                                 "06-1", "06-2", "06-3"])
+                                 "06-1", "06-2", "06-3", "07-1", "07-2", "07-3"])
 def test_an_answer_that_never_returns_is_reported_not_waited_for(key, short_timeout, nb01, nb04):
     """Learner code that hangs (an endless loop, a sleep of an hour) costs a check TIMEOUT seconds."""
     def hangs(*args, **kwargs):
@@ -1144,3 +1144,178 @@ def test_06_3_wrong_answers():
         return time.perf_counter() - started
     not_yet(exercises.check_06_3(whole), "nearer the whole answer")
     wrong_kind(exercises.check_06_3(lambda client, messages: "0.2 s"), "return the seconds")
+
+
+# --- 07 · Async and serving ---------------------------------------------------------------------
+
+import asyncio  # noqa: E402
+
+
+async def reference_ask_all(questions, make_agent, limit):
+    gate = asyncio.Semaphore(limit)
+
+    async def ask(question):
+        async with gate:
+            return (await make_agent().run(question)).text
+
+    return await asyncio.gather(*(ask(q) for q in questions))
+
+
+def test_07_1_reference_and_odd_but_valid():
+    done(exercises.check_07_1(reference_ask_all))
+
+    async def with_tasks(questions, make_agent, limit):  # tasks and a bounded queue of workers: also fine
+        pending = list(enumerate(questions))
+        answers = [None] * len(questions)
+
+        async def worker():
+            while pending:
+                i, question = pending.pop(0)
+                answers[i] = (await make_agent().run(question)).text
+
+        await asyncio.gather(*(worker() for _ in range(limit)))
+        return answers
+    done(exercises.check_07_1(with_tasks))
+
+
+def test_07_1_wrong_answers():
+    async def one_by_one(questions, make_agent, limit):
+        return [(await make_agent().run(q)).text for q in questions]
+    not_yet(exercises.check_07_1(one_by_one), "start them all together")
+
+    async def unlimited(questions, make_agent, limit):
+        return await asyncio.gather(*((lambda q: _text(make_agent().run(q)))(q) for q in questions))
+    not_yet(exercises.check_07_1(unlimited), "over the limit")
+
+    async def finishing_order(questions, make_agent, limit):
+        gate = asyncio.Semaphore(limit)
+
+        async def ask(q):
+            async with gate:
+                return (await make_agent().run(q)).text
+        return [await t for t in asyncio.as_completed([ask(q) for q in questions])]
+    not_yet(exercises.check_07_1(finishing_order), "in the order they finished")
+
+    async def one_agent(questions, make_agent, limit):
+        agent, gate = make_agent(), asyncio.Semaphore(limit)
+
+        async def ask(q):
+            async with gate:
+                return (await agent.run(q)).text
+        return await asyncio.gather(*(ask(q) for q in questions))
+    not_yet(exercises.check_07_1(one_agent), "call make_agent() once per question")
+
+    async def results(questions, make_agent, limit):
+        gate = asyncio.Semaphore(limit)
+
+        async def ask(q):
+            async with gate:
+                return await make_agent().run(q)
+        return await asyncio.gather(*(ask(q) for q in questions))
+    wrong_kind(exercises.check_07_1(results), ".text")
+
+    def not_async(questions, make_agent, limit):
+        return ["answer"]
+    wrong_kind(exercises.check_07_1(not_async), "async def")
+
+
+async def _text(awaitable):
+    return (await awaitable).text
+
+
+def reference_make_async(fn):
+    async def run(*args, **kwargs):
+        return await asyncio.to_thread(fn, *args, **kwargs)
+    return run
+
+
+def test_07_2_reference_and_odd_but_valid():
+    done(exercises.check_07_2(reference_make_async))
+
+    def with_executor(fn):  # run_in_executor with functools.partial: the older spelling
+        import functools
+
+        async def run(*args, **kwargs):
+            return await asyncio.get_running_loop().run_in_executor(None, functools.partial(fn, *args, **kwargs))
+        return run
+    done(exercises.check_07_2(with_executor))
+
+
+def test_07_2_wrong_answers():
+    def blocking(fn):  # async in name only: the call blocks the loop
+        async def run(*args, **kwargs):
+            return fn(*args, **kwargs)
+        return run
+    not_yet(exercises.check_07_2(blocking), "event loop stood still")
+
+    def no_kwargs(fn):
+        async def run(*args):
+            return await asyncio.to_thread(fn, *args)
+        return run
+    not_yet(exercises.check_07_2(no_kwargs), "unexpected keyword argument")
+
+    def swallows(fn):
+        async def run(*args, **kwargs):
+            try:
+                return await asyncio.to_thread(fn, *args, **kwargs)
+            except Exception as exc:
+                return f"Error: {exc}"
+        return run
+    not_yet(exercises.check_07_2(swallows), "must raise it too")
+
+    def plain(fn):
+        return fn
+    wrong_kind(exercises.check_07_2(plain), "not something to await")
+
+
+def reference_sse_frame(event, text):
+    if "\n" in event or "\r" in event:
+        raise ValueError(f"an event name cannot contain a line break: {event!r}")
+    lines = text.replace("\r\n", "\n").replace("\r", "\n").split("\n")
+    return f"event: {event}\n" + "".join(f"data: {line}\n" for line in lines) + "\n"
+
+
+def test_07_3_reference_and_odd_but_valid():
+    done(exercises.check_07_3(reference_sse_frame))
+
+    def crlf_framing(event, text):  # CRLF line ends and bytes: both valid on the wire
+        if any(c in event for c in "\r\n"):
+            raise ValueError("bad event name")
+        import re
+        lines = re.split(r"\r\n|\r|\n", text)
+        return ("event:" + event + "\r\n" + "".join("data:" + line + "\r\n" if not line.startswith(" ")
+                                                    else "data: " + line + "\r\n" for line in lines) + "\r\n").encode()
+    done(exercises.check_07_3(crlf_framing))
+
+
+def test_07_3_wrong_answers():
+    def one_line(event, text):
+        if "\n" in event:
+            raise ValueError
+        return f"event: {event}\ndata: {text}\n\n"
+    not_yet(exercises.check_07_3(one_line), "split the text at every line end")
+
+    def lf_only(event, text):
+        if "\n" in event or "\r" in event:
+            raise ValueError
+        return f"event: {event}\n" + "".join(f"data: {line}\n" for line in text.split("\n")) + "\n"
+    not_yet(exercises.check_07_3(lf_only), "(\\n, \\r\\n, \\r)")
+
+    def no_blank_line(event, text):
+        if "\n" in event or "\r" in event:
+            raise ValueError
+        lines = text.replace("\r\n", "\n").replace("\r", "\n").split("\n")
+        return f"event: {event}\n" + "".join(f"data: {line}\n" for line in lines)
+    not_yet(exercises.check_07_3(no_blank_line), "blank line")
+
+    def trusting(event, text):
+        lines = text.replace("\r\n", "\n").replace("\r", "\n").split("\n")
+        return f"event: {event}\n" + "".join(f"data: {line}\n" for line in lines) + "\n"
+    not_yet(exercises.check_07_3(trusting), "raise ValueError")
+
+    def no_space(event, text):  # `data:` without its space eats a leading space of the text
+        if "\n" in event or "\r" in event:
+            raise ValueError
+        lines = text.replace("\r\n", "\n").replace("\r", "\n").split("\n")
+        return f"event: {event}\n" + "".join(f"data:{line}\n" for line in lines) + "\n"
+    not_yet(exercises.check_07_3(no_space), "' leading space'")

@@ -1,16 +1,19 @@
 """The ReAct loop: every stop_reason, the budgets, parallel tools, and a history that stays valid.
 
-Every test runs twice: with plain calls and streamed (`loop` is `run_loop` with `stream=`
-False or True), since the loop must behave the same whichever way its answers arrive.
+Every test runs four times: with both drivers of the loop's one set of rules (`run_loop`,
+and `arun_loop` on an AsyncClient of the same mock), each with plain calls and streamed,
+since the loop must behave the same however its answers arrive and whoever waits for them.
 """
 
-import functools
+import asyncio
 import threading
 
 import pytest
 
 from miniagent import connect
-from miniagent.loop import run_loop
+from miniagent.aclient import AsyncClient
+from miniagent.clientcore import OFFLINE_API_KEY
+from miniagent.loop import arun_loop, run_loop
 from miniagent.messages import conversation_error, tool_results
 from miniagent.tools import ToolRegistry, tool
 
@@ -47,11 +50,23 @@ def llm():
     assert not rejected, f"the strict mock rejected a request the loop sent: {rejected[0]['response']}"
 
 
-@pytest.fixture(params=[False, True], ids=["plain", "streamed"])
+@pytest.fixture(params=["plain", "streamed", "async plain", "async streamed"])
 def loop(request, llm):
-    """run_loop, plain or streamed; afterwards, every request was sent the way the test says."""
-    yield functools.partial(run_loop, stream=request.param)
-    assert [bool(r["body"].get("stream")) for r in llm.mock.requests] == [request.param] * len(llm.mock.requests)
+    """run_loop or arun_loop, plain or streamed; afterwards, every request was sent the way the test says.
+
+    The async driver gets an AsyncClient of the same mock, so `llm.mock` sees its requests.
+    """
+    stream = request.param.endswith("streamed")
+
+    def run(client, messages, **options):
+        if not request.param.startswith("async"):
+            return run_loop(client, messages, stream=stream, **options)
+        aclient = AsyncClient(api_key=OFFLINE_API_KEY, base_url=client.base_url, model=client.model, mode="offline",
+                              transport=client.mock.async_transport(), mock=client.mock)
+        return asyncio.run(arun_loop(aclient, messages, stream=stream, **options))
+
+    yield run
+    assert [bool(r["body"].get("stream")) for r in llm.mock.requests] == [stream] * len(llm.mock.requests)
 
 
 def all_accepted(llm):

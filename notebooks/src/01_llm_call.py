@@ -220,14 +220,19 @@ print(f"attempt {attempts}: {r.status_code}")
 # `miniagent/client.py` is the same call with the care a real program needs: one
 # exception class per status carrying the API's message, request id and a hint;
 # retries with backoff that honour `retry-after`; usage totals; and a record of
-# every attempt with the key redacted. Read it next to this notebook.
+# every attempt with the key redacted. It does the sending and reading; what to make
+# of each answer (is it an error, is it worth a retry, what to record) is decided in
+# `miniagent/clientcore.py`, shared with the async client of notebook 07. Read both
+# next to this notebook.
 
 # %%
 import inspect
 
 import miniagent.client
+import miniagent.clientcore
 
-print(f"miniagent/client.py: {len(inspect.getsource(miniagent.client).splitlines())} lines")
+for module in (miniagent.client, miniagent.clientcore):
+    print(f"{module.__name__.replace('.', '/')}.py: {len(inspect.getsource(module).splitlines())} lines")
 response = llm.create(body["messages"], max_tokens=300)
 print(miniagent.text_of(response))
 

@@ -396,5 +396,5 @@ def reference_time_to_first_text(client, messages):
 miniagent.exercises.check_06_3(reference_time_to_first_text)
 
 # %% [markdown]
-# **Next: 07 · Async and serving** (being written: see the [roadmap](../README.md#roadmap)):
-# the same agent behind a web page, streaming to many users at once.
+# **Next: [07 · Async and serving](07_async_serving.ipynb)**: the same agent behind a web
+# page, streaming to many users at once from one process.

@@ -1,0 +1,588 @@
+"""The decisions of one API call, without its I/O: what `Client` and `AsyncClient` share.
+
+A call is the same whether it blocks or is awaited: the body and headers it sends,
+what a response means (a message, a typed error, something malformed), whether a
+failure is worth another attempt and how long to wait first, what goes into the
+records and what is redacted there. All of that is here, once. `client.py` and
+`aclient.py` are the two drivers: each sends, reads and sleeps its own way (plain
+calls or `await`) and asks this module what to make of what happened.
+
+This is the sans-I/O pattern (h11 and others): the part worth testing has no I/O, so
+both drivers get exactly the same rules, and the test suite runs every scenario
+against both.
+
+- `ClientCore`: settings, the request, response checks, error mapping, retry waits,
+  redaction and records; the base class of both clients.
+- `StreamCore`: the same for one streamed call (events into the accumulator, how far a
+  broken stream got, its record); the base class of both stream objects.
+- `from_environment`: `connect()` and `connect_async()`'s choice of offline or live.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import re
+import time
+from collections import deque
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Callable, Iterator
+
+import httpx
+
+from miniagent import deadline, wire
+from miniagent.errors import (APIConnectionError, APIError, APITimeoutError, InvalidAPIKeyError,
+                              MalformedResponseError, MissingAPIKeyError, RequestEncodingError, ResponseTooLargeError,
+                              StreamError, error_class, is_retryable, retry_after_seconds)
+
+if TYPE_CHECKING:
+    from miniagent.streaming import MessageAccumulator, SSEParser
+
+DEFAULT_MODEL = "claude-sonnet-5-5"  # MINIAGENT_MODEL overrides it
+DEFAULT_BASE_URL = "https://api.anthropic.com"
+OFFLINE_BASE_URL = "http://miniagent-mock.invalid"  # .invalid: nothing leaves the machine
+OFFLINE_API_KEY = "mock-key"
+API_VERSION = "2023-06-01"
+REDACTED = "<redacted>"
+MAX_RESPONSE_BYTES = 32 * 1024 * 1024  # far above any real answer (128k tokens of text is ~0.5 MB)
+RECORD_STRING_CHARS = 20_000  # strings longer than this are clipped in client.exchanges
+STREAM_TIMEOUT = 600.0  # a whole stream; the official SDK's default timeout is 600 s too
+ON_EVENT_NEEDS_STREAM = "on_event is called for the events of a stream: pass stream=True as well"
+
+# --- the key ----------------------------------------------------------------------
+
+
+def checked_key(key: Any, name: str = "the API key") -> str:
+    """The key with surrounding whitespace removed; an error if it cannot be a key.
+
+    A key read from a file keeps its final newline, so the ends are stripped. Inside,
+    a key is one line of printable ASCII: a space, a line break (a key pasted from a
+    chat can carry a `\\r\\n` in the middle), a control or non-ASCII character means
+    the copy went wrong, and sending it would fail anyway (httpx refuses such a header,
+    and its error would quote the key). The error says what and where, never the key.
+    """
+    if not isinstance(key, str) or not key.strip():
+        raise MissingAPIKeyError("no API key: live mode needs ANTHROPIC_API_KEY", type="missing_api_key")
+    key = key.strip()
+    for i, char in enumerate(key):
+        if not "!" <= char <= "~":
+            raise InvalidAPIKeyError(f"{name} has {_describe_char(char)} inside it (character {i + 1} of "
+                                     f"{len(key)}); a key is one line of letters, digits and dashes",
+                                     type="invalid_api_key")
+    return key
+
+
+def _describe_char(char: str) -> str:
+    if char in "\r\n":
+        return "a line break"
+    if char.isspace():
+        return "a space" if char == " " else "a whitespace character"
+    if ord(char) < 32 or ord(char) == 127:
+        return "a control character"
+    return "a non-ASCII character"
+
+
+# --- bookkeeping ----------------------------------------------------------------
+
+
+@dataclass
+class Usage:
+    """Tokens spent so far, summed over every successful call."""
+
+    input_tokens: int = 0
+    output_tokens: int = 0
+    calls: int = 0
+
+    def add(self, usage: dict) -> None:
+        self.input_tokens += (usage.get("input_tokens") or 0) + (usage.get("cache_read_input_tokens") or 0) \
+            + (usage.get("cache_creation_input_tokens") or 0)
+        self.output_tokens += usage.get("output_tokens") or 0
+        self.calls += 1
+
+    @property
+    def total_tokens(self) -> int:
+        return self.input_tokens + self.output_tokens
+
+
+@dataclass
+class Exchange:
+    """One HTTP attempt, as it went over the wire, with secrets redacted."""
+
+    request: dict
+    status: int | None = None
+    response: Any = None
+    error: str | None = None
+    seconds: float = 0.0
+    waited: float = 0.0  # the back-off before the next attempt, if there was one
+    attempt: int = 1
+    stream: dict | None = None  # a streamed attempt: {"events": n, "bytes": n, "complete": bool}
+
+    def to_dict(self) -> dict:
+        record = {"attempt": self.attempt, "request": self.request, "status": self.status,
+                  "response": self.response, "error": self.error, "seconds": round(self.seconds, 4),
+                  "waited": round(self.waited, 4)}
+        return record if self.stream is None else {**record, "stream": self.stream}
+
+
+class _Retryable(Exception):
+    """Raised by one attempt for a failure that another attempt may cure; `ClientCore._wait_after` decides."""
+
+    def __init__(self, error: APIError, response: httpx.Response | None):
+        super().__init__(str(error))
+        self.error, self.response = error, response
+
+
+# --- the client's decisions -----------------------------------------------------------
+
+
+class ClientCore:
+    """Everything a client decides; the subclasses only send, read and sleep.
+
+    `timeout` bounds each attempt as a whole, connecting and reading included (a
+    server that trickles one byte a second cannot hold a call past it);
+    `max_response_bytes` bounds what one response may hold, checked while reading.
+    A stream is bounded differently, since a long answer takes long by design:
+    `timeout` bounds the start (connecting, up to the first byte) and every wait for
+    more bytes, and `stream_timeout` the whole stream.
+    """
+
+    def __init__(self, *, api_key: str | None, base_url: str = DEFAULT_BASE_URL,
+                 model: str = DEFAULT_MODEL, max_tokens: int = 1024, api_version: str = API_VERSION,
+                 timeout: float = 60.0, max_retries: int = 2, max_retry_wait: float = 60.0,
+                 max_response_bytes: int = MAX_RESPONSE_BYTES, stream_timeout: float = STREAM_TIMEOUT,
+                 sleep: Callable[[float], Any], mode: str = "live", mock: Any = None, history: int = 50):
+        self._api_key = checked_key(api_key)
+        self._key_pattern = re.compile(rf"(?<![\w-]){re.escape(self._api_key)}(?![\w-])")
+        self.base_url = base_url.rstrip("/")
+        self.model = model
+        self.max_tokens = max_tokens
+        self.api_version = api_version
+        self.timeout = timeout
+        self.max_retries = max_retries
+        self.max_retry_wait = max_retry_wait
+        self.max_response_bytes = max_response_bytes
+        self.stream_timeout = stream_timeout
+        self.sleep = sleep
+        self.mode = mode
+        self.mock = mock  # the MockAPI behind an offline client, for scripts and faults
+        self.usage = Usage()
+        self.exchanges: deque[Exchange] = deque(maxlen=history)
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}(mode={self.mode!r}, base_url={self.base_url!r}, model={self.model!r})"
+
+    def _http_timeout(self) -> httpx.Timeout:
+        """httpx's own per-operation timeouts; the whole attempt is bounded by the driver on top."""
+        return httpx.Timeout(self.timeout, connect=min(10.0, self.timeout))
+
+    # The request ------------------------------------------------------------------
+
+    def headers(self) -> dict[str, str]:
+        return {"x-api-key": self._api_key, "anthropic-version": self.api_version,
+                "content-type": "application/json"}
+
+    def body(self, messages: list[dict], *, system: str | list | None = None, tools: list[dict] | None = None,
+             tool_choice: dict | None = None, max_tokens: int | None = None,
+             stop_sequences: list[str] | None = None, model: str | None = None, **extra: Any) -> dict:
+        """The JSON body of a Messages API request. Optional fields are left out when unset."""
+        body: dict[str, Any] = {"model": model or self.model, "max_tokens": max_tokens or self.max_tokens,
+                                "messages": messages}
+        if system:
+            body["system"] = system
+        if tools:
+            body["tools"] = tools
+        if tool_choice:
+            body["tool_choice"] = tool_choice
+        if stop_sequences:
+            body["stop_sequences"] = stop_sequences
+        body.update({k: v for k, v in extra.items() if v is not None})
+        return body
+
+    def _stream_body(self, messages: list[dict], kwargs: dict) -> dict:
+        kwargs.pop("stream", None)
+        return {**self.body(messages, **kwargs), "stream": True}
+
+    def _count_body(self, messages: list[dict], system: Any, tools: list[dict] | None) -> dict:
+        body = self.body(messages, system=system, tools=tools)
+        body.pop("max_tokens")
+        return body
+
+    def _send_headers(self) -> dict[str, str]:
+        return {**self.headers(), "accept-encoding": "gzip, deflate"}  # what wire.decompressed reads
+
+    @property
+    def last(self) -> Exchange | None:
+        """The most recent attempt: `client.last.request`, `client.last.response`."""
+        return self.exchanges[-1] if self.exchanges else None
+
+    # Attempts and retries: the loop itself is the driver's, the decisions are here ---
+
+    def _prepare(self, path: str, body: dict) -> tuple[str, bytes, dict]:
+        """The URL, the bytes to send, and the redacted snapshot every attempt's record shares."""
+        url = self.base_url + path
+        try:
+            content = wire.encode_body(body)
+        except ValueError as exc:
+            raise RequestEncodingError(f"the request cannot be sent: {exc}", type="request_encoding") from None
+        return url, content, self._redacted_request(url, body)
+
+    def _new_record(self, request: dict, number: int) -> Exchange:
+        record = Exchange(request=request, attempt=number)
+        self.exchanges.append(record)
+        return record
+
+    def _not_retried(self, record: Exchange, err: MalformedResponseError) -> None:
+        """A response that cannot be read (too large, not a stream, a bad encoding): recorded, never retried."""
+        record.status, record.error = err.status, str(err).splitlines()[0]
+
+    def _wait_after(self, failed: _Retryable, record: Exchange, number: int) -> float:
+        """Record a failed attempt; the seconds to wait before the next one, or its error raised."""
+        err, response = failed.error, failed.response
+        record.error = str(err).splitlines()[0]
+        wait = self._retry_wait(err, response, number)
+        if wait is None:
+            raise err
+        record.waited = wait
+        return wait
+
+    def _retry_wait(self, err: APIError, response: httpx.Response | None, attempt: int) -> float | None:
+        """Seconds to wait before the next attempt, or None to give up now."""
+        if attempt > self.max_retries or not is_retryable(err, response):
+            return None
+        asked = retry_after_seconds(response.headers) if response is not None else None
+        if asked is not None and asked > self.max_retry_wait:
+            err.hint += f" The server asked to wait {asked:.0f} s, more than max_retry_wait; not retried."
+            return None
+        if asked is not None and asked > 0:
+            return asked
+        backoff = min(0.5 * 2 ** (attempt - 1), 8.0)
+        return backoff * (1 - 0.25 * random.random())  # jitter: many clients don't retry in step
+
+    def _lost(self, exc: httpx.TransportError, what: str, response: httpx.Response | None = None) -> _Retryable:
+        """A transport failure as a typed error: a timeout (`what` did not happen in time), or a lost connection."""
+        if isinstance(exc, httpx.TimeoutException):
+            err: APIError = APITimeoutError(f"{what} within the timeout of {self.timeout:g} s "
+                                            f"({type(exc).__name__})", type="timeout")
+        else:
+            err = APIConnectionError(f"{type(exc).__name__}: {self._scrub(str(exc))}", type="connection_error")
+        return _Retryable(err, response)
+
+    # Responses --------------------------------------------------------------------
+
+    def _answer(self, record: Exchange, response: httpx.Response, raw: bytes,
+                problem: Callable[[Any], str | None]) -> Any:
+        """A whole response: the checked payload of a 2xx, else `_Retryable` with its typed error."""
+        record.status = response.status_code
+        if not response.is_success:
+            raise self._refused(record, response, raw)
+        payload = wire.decode_json(raw)
+        record.response = self._record_of(payload, raw, secret=False)
+        return self._checked(payload, raw, response, problem)
+
+    def _refused(self, record: Exchange, response: httpx.Response, raw: bytes) -> _Retryable:
+        """An error response (4xx, 5xx), recorded, as the typed error (`_wait_after` decides on a retry)."""
+        payload = wire.decode_json(raw)
+        record.response = self._record_of(payload, raw, secret=True)
+        return _Retryable(self._error_from(response, payload, raw), response)
+
+    def _check_declared(self, response: httpx.Response) -> None:
+        """Refuse at once a body that declares more than max_response_bytes."""
+        declared = response.headers.get("content-length", "")
+        encoded = "content-encoding" in response.headers  # then the length says nothing of the decoded size
+        if declared.isdigit() and int(declared) > self.max_response_bytes and not encoded:
+            raise self._too_big(response, f"it declares {int(declared):,} bytes")
+
+    def _body_so_far(self, response: httpx.Response, size: int) -> None:
+        """The checks after each piece of a body: its size within the bound, the attempt's deadline not past."""
+        if size > self.max_response_bytes:
+            raise self._too_big(response, "it was not read further")
+        if deadline.remaining() == 0:
+            raise httpx.ReadTimeout("the attempt's deadline passed while reading", request=response.request)
+
+    def _unreadable(self, response: httpx.Response, exc: ValueError) -> MalformedResponseError:
+        """A corrupt body, or an encoding not asked for (from wire.decompressed)."""
+        return self._malformed(response, f"the body cannot be read: {exc}")
+
+    def _too_big(self, response: httpx.Response, detail: str) -> MalformedResponseError:
+        return self._malformed(response, f"the response is larger than max_response_bytes="
+                                         f"{self.max_response_bytes:,}: {detail}", ResponseTooLargeError)
+
+    def _checked(self, payload: Any, raw: bytes, response: httpx.Response,
+                 problem: Callable[[Any], str | None]) -> Any:
+        """The payload if it has the documented shape, else MalformedResponseError (not retried)."""
+        why = "the body is not JSON" if payload is None and raw.strip() != b"null" else problem(payload)
+        if why is None:
+            return payload
+        seen = raw[:300].decode("utf-8", "replace")
+        raise self._malformed(response, f"not a Messages API response: {why}; the body began: {seen!r}")
+
+    def _malformed(self, response: httpx.Response, why: str,
+                   cls: type[MalformedResponseError] = MalformedResponseError) -> MalformedResponseError:
+        kind = "response_too_large" if cls is ResponseTooLargeError else "malformed_response"
+        return cls(self._scrub(why), type=kind, status=response.status_code,
+                   request_id=response.headers.get("request-id"))
+
+    def _error_from(self, response: httpx.Response, payload: Any, raw: bytes) -> APIError:
+        error = payload.get("error") if isinstance(payload, dict) else None
+        if isinstance(error, dict):
+            message, kind = _clip(str(error.get("message", "")), 2000), _clip(str(error.get("type", "")), 100)
+        else:
+            text = raw[:300].decode("utf-8", "replace")
+            message, kind = f"HTTP {response.status_code}: {_clip(text)}", "http_error"
+        cls = error_class(response.status_code)
+        return cls(self._scrub(message), type=kind, status=response.status_code,
+                   request_id=response.headers.get("request-id"),
+                   retry_after=retry_after_seconds(response.headers))
+
+    # Secrets: redacted where they can be (headers, error text, records of errors) -----
+
+    def _scrub(self, text: str) -> str:
+        """`text` with the key replaced wherever it stands as a whole token.
+
+        Whole tokens only: with a short key such as "anything" (fine against the mock),
+        a plain replace would also rewrite every "anything" in a sentence.
+        """
+        return self._key_pattern.sub(REDACTED, text)
+
+    def _record_of(self, payload: Any, raw: bytes, *, secret: bool) -> Any:
+        """A response as recorded: bounded in size; an error's text scrubbed of any echo of the key."""
+        if payload is None:
+            payload = raw[:RECORD_STRING_CHARS].decode("utf-8", "replace")
+        record = wire.bounded_copy(payload, RECORD_STRING_CHARS)
+        if secret and self._api_key in json.dumps(record, ensure_ascii=False):
+            record = json.loads(self._scrub(json.dumps(record, ensure_ascii=False)))
+        return record
+
+    def _redacted_request(self, url: str, body: dict) -> dict:
+        headers = {k: (REDACTED if k in ("x-api-key", "authorization") else v) for k, v in self.headers().items()}
+        return {"method": "POST", "url": url, "headers": headers,
+                "body": wire.bounded_copy(body, RECORD_STRING_CHARS)}
+
+
+def _clip(text: str, limit: int = 300) -> str:
+    return text if len(text) <= limit else text[:limit] + f"... [{len(text) - limit} more characters]"
+
+
+# --- a stream's decisions --------------------------------------------------------------
+
+
+class StreamCore:
+    """One streamed call's state and rules; `MessageStream` and `AsyncMessageStream` do its I/O.
+
+    The driver opens (retrying up to the first byte), reads chunks, and hands each to
+    `_events`; everything it meets on the way (a timeout, a cut, a corrupt or oversized
+    body, the end of the bytes) it turns into the caller's error with the methods here,
+    which also keep the record and say how far the stream got.
+    """
+
+    def __init__(self, client: ClientCore, body: dict) -> None:
+        from miniagent import streaming  # loaded with the first stream: plain calls never need it
+
+        self.client, self.body = client, body
+        self.parser: SSEParser = streaming.SSEParser()
+        self.accumulator: MessageAccumulator = streaming.MessageAccumulator()
+        self._decode = streaming.decode_event
+        self.message: dict | None = None
+        self._state = "new"  # new -> opening -> open -> done | failed | closed
+        self._response: httpx.Response | None = None
+        self._pieces: Any = iter(())  # the body's bytes, decompressed: an iterator, or an async one
+        self._first = b""  # the first bytes, read while opening (so that a failure before them is retried)
+        self._record: Exchange | None = None
+        self._size = 0
+        self._began = 0.0  # perf_counter() at the start of the attempt, for the record
+        self._ends = 0.0  # the whole stream's deadline, a time.monotonic() value
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self._state}, {self.accumulator.events} events)"
+
+    @property
+    def usage(self) -> dict | None:
+        """The final message's usage (already added to `client.usage`); None before the end."""
+        return self.message["usage"] if self.message is not None else None
+
+    @property
+    def partial(self) -> dict | None:
+        """The message so far (open blocks with what they have), or None before message_start."""
+        return self.accumulator.snapshot()
+
+    # Opening ---------------------------------------------------------------------------
+
+    def _new_attempt(self, record: Exchange) -> float:
+        """Fresh bookkeeping for one attempt to start; the time (monotonic) its first byte must come by."""
+        self._record, self._size, self._began = record, 0, time.perf_counter()
+        record.stream = {"events": 0, "bytes": 0, "complete": False}
+        started = time.monotonic()
+        self._ends = started + self.client.stream_timeout
+        return min(started + self.client.timeout, self._ends)
+
+    def _refusal(self) -> httpx.Response | None:
+        """The response whose headers (retry-after, x-should-retry) rule on a retry: an error answer's."""
+        response = self._response
+        return response if response is not None and not response.is_success else None
+
+    @staticmethod
+    def _is_stream(response: httpx.Response) -> bool:
+        kind = response.headers.get("content-type", "")
+        return not kind or kind.lower().startswith("text/event-stream")
+
+    def _not_a_stream(self, response: httpx.Response, raw: bytes) -> MalformedResponseError:
+        seen = raw[:300].decode("utf-8", "replace")
+        kind = response.headers.get("content-type", "")
+        return self.client._malformed(response, f"a stream was asked for, but the answer is {kind!r}, not "
+                                                f"'text/event-stream'; the body began: {seen!r}")
+
+    @staticmethod
+    def _no_first_byte(response: httpx.Response) -> httpx.RemoteProtocolError:
+        return httpx.RemoteProtocolError("the stream ended before its first byte", request=response.request)
+
+    # Reading -----------------------------------------------------------------------------
+
+    def _arrived(self, piece: bytes | None, waited: float) -> bytes | None:
+        """Check one piece of the body as it arrives: the bytes to hand on, b"" at the end, None for none yet.
+
+        Sockets obey both time bounds as they read; an in-process transport cannot be
+        interrupted, so its lateness is caught here, after the fact.
+        """
+        response = self._response
+        assert response is not None
+        if time.monotonic() > self._ends or waited > self.client.timeout:
+            raise httpx.ReadTimeout("the stream's deadline passed while reading", request=response.request)
+        if piece is None:
+            return b""
+        if not piece:
+            return None
+        self._size += len(piece)
+        if self._size > self.client.max_response_bytes:
+            raise self.client._too_big(response, f"the stream was not read further, {self.accumulator.progress()}")
+        return piece
+
+    def _corrupt(self, exc: ValueError) -> MalformedResponseError:
+        """A body that wire.decompressed cannot read."""
+        assert self._response is not None
+        return self.client._malformed(self._response, f"the stream cannot be read: {exc}, "
+                                                      f"{self.accumulator.progress()}")
+
+    def _read_failed(self, exc: Exception) -> APIError:
+        """A failed read after the first byte, as the caller's error: never retried (see the drivers)."""
+        if isinstance(exc, httpx.TimeoutException):
+            if time.monotonic() >= self._ends - 0.001:  # asyncio may fire a deadline a hair early
+                why = f"did not finish within stream_timeout={self.client.stream_timeout:g} s"
+            else:
+                why = f"stalled: no bytes for {self.client.timeout:g} s (the timeout)"
+            return self._broken(self._stream_error("stream_timeout", why))
+        if isinstance(exc, httpx.TransportError):
+            return self._broken(self._stream_error("stream_interrupted", f"was cut ({type(exc).__name__}: {exc})"))
+        assert isinstance(exc, APIError)
+        return self._broken(exc)
+
+    def _events(self, chunk: bytes) -> Iterator[dict]:
+        """The events `chunk` completes, each taken into the accumulator as it is handed out; b"" is the end."""
+        if not chunk:
+            self.parser.close()
+            ended = "ended before message_stop" + (", in the middle of an event" if self.parser.unfinished else "")
+            raise self._broken(self._stream_error("stream_incomplete", ended))
+        for sse in self.parser.feed(chunk):
+            yield self._take(sse)
+            if self._state != "open":  # message_stop came: whatever follows is not read
+                return
+
+    def _take(self, sse: Any) -> dict:
+        """One parsed SSE event into the accumulator; the event dict for the caller."""
+        try:
+            event = self._decode(sse)
+        except MalformedResponseError as exc:
+            raise self._broken(MalformedResponseError(f"{exc.message}, {self.accumulator.progress()}",
+                                                      type=exc.type)) from None
+        try:
+            self.accumulator.add(event)
+        except APIError as exc:
+            raise self._broken(exc) from None
+        if self.accumulator.done:
+            self._finish()
+        return event
+
+    # Ending: the state and the record (the driver lets the connection go) -----------------
+
+    def _finish(self) -> None:
+        message = self.accumulator.message
+        assert message is not None
+        self.message, self._state = message, "done"
+        self.client.usage.add(message["usage"])
+        self._update_record(response=self.client._record_of(message, b"", secret=False), complete=True)
+
+    def _stream_error(self, kind: str, why: str) -> StreamError:
+        return StreamError(f"the stream {why}, {self.accumulator.progress()}", type=kind,
+                           events=self.accumulator.events)
+
+    def _broken(self, err: APIError) -> APIError:
+        """`err` made ready for the caller (request id, the message so far, no key), and recorded."""
+        client, response = self.client, self._response
+        err.message = client._scrub(err.message)
+        err.args = (err.message,)
+        if err.partial is None:
+            err.partial = self.accumulator.snapshot()
+        if response is not None:
+            err.request_id = err.request_id or response.headers.get("request-id")
+            if isinstance(err, MalformedResponseError):
+                err.status = response.status_code
+        partial = None if err.partial is None else client._record_of(err.partial, b"", secret=True)
+        self._update_record(response=partial, error=str(err).splitlines()[0])
+        self._state = "failed"
+        return err
+
+    def _closing(self) -> None:
+        """The caller closes: before `message_stop`, that is recorded as such."""
+        if self._state in ("new", "open"):
+            if self._state == "open":
+                partial = self.accumulator.snapshot()
+                recorded = None if partial is None else self.client._record_of(partial, b"", secret=True)
+                self._update_record(response=recorded, error=f"closed by the caller after "
+                                                             f"{self.accumulator.events} events, before message_stop")
+            self._state = "closed"
+
+    def _update_record(self, *, response: Any, error: str | None = None, complete: bool = False) -> None:
+        record = self._record
+        if record is None:
+            return
+        record.response, record.seconds = response, time.perf_counter() - self._began
+        if error is not None:
+            record.error = error
+        record.stream = {"events": self.accumulator.events, "bytes": self._size, "complete": complete}
+
+
+# --- offline or live --------------------------------------------------------------
+
+
+def from_environment(client_class: Callable[..., Any], mock_transport: Callable[[Any], Any], *,
+                     offline: bool | None, model: str | None, quiet: bool, **kwargs: Any) -> Any:
+    """A client for the mock API or the real one, chosen from the environment (see `client.connect`).
+
+    `client_class` is Client or AsyncClient, and `mock_transport(mock)` the matching
+    in-process transport of the mock.
+    """
+    env_offline = os.environ.get("MINIAGENT_OFFLINE", "").lower() in ("1", "true", "yes")
+    key = os.environ.get("ANTHROPIC_API_KEY", "").strip()
+    model = model or os.environ.get("MINIAGENT_MODEL") or DEFAULT_MODEL
+    if offline is None:
+        offline = env_offline or not key
+    if offline:
+        from miniagent.mock import MockAPI  # imported here: live use never loads the mock
+
+        mock = MockAPI()
+        client = client_class(api_key=OFFLINE_API_KEY, base_url=OFFLINE_BASE_URL, model=model, mode="offline",
+                              transport=mock_transport(mock), mock=mock, **kwargs)
+        why = "" if env_offline or key else " (no ANTHROPIC_API_KEY set; set one to go live)"
+        if not quiet:
+            print(f"offline (mock API) · model {model}{why}")
+        return client
+    if not key:
+        raise MissingAPIKeyError("live mode needs an API key, and ANTHROPIC_API_KEY is not set",
+                                 type="missing_api_key")
+    key = checked_key(key, "ANTHROPIC_API_KEY")
+    base_url = os.environ.get("ANTHROPIC_BASE_URL") or DEFAULT_BASE_URL
+    client = client_class(api_key=key, base_url=base_url, model=model, mode="live", **kwargs)
+    if not quiet:
+        where = "" if base_url == DEFAULT_BASE_URL else f" at {base_url}"
+        print(f"live{where} · model {model}")
+    return client

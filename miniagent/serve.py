@@ -1,0 +1,540 @@
+"""The agent as a web service: a JSON endpoint, a streamed one, and a page that uses them.
+
+    python -m miniagent serve          (or: make serve), then open http://127.0.0.1:8000/
+
+Three routes do the work:
+
+- `POST /chat` takes `{"message": "...", "conversation_id": "..."}` and answers with JSON
+  when the run is over: `conversation_id`, `text`, `stop`, `reason`, `usage`, `tool_calls`.
+  Without a `conversation_id` a new conversation starts; its id comes back in the answer.
+- `POST /chat/stream` takes the same and answers with Server-Sent Events while the run
+  goes on: `conversation` (the id) first, then `text` (a piece of the answer), `tool_use`
+  (a call as it begins, and again when complete), `tool_result`, `usage` (per model
+  call), and last `done` (stop, reason, text) or `error`.
+- `GET /` is the page (`miniagent/web/`): plain HTML and JavaScript that streams answers.
+
+The rest is what makes it safe to leave running:
+
+- every bound is explicit: body size, message length, runs at once, conversations kept
+  (when full, the least recently used idle one is forgotten), and each conversation's
+  history (cut with `SlidingWindow`, so never between a tool_use and its tool_result);
+- every refused request gets a 4xx (or 5xx) with one JSON shape, `{"error": {"type",
+  "message"}}`, and the service carries on;
+- a client that goes away mid-stream cancels its run, tools included; the conversation
+  keeps the history it had before the question (the agent guarantees that);
+- the API key stays here: the browser talks to this service, never to the API. The
+  service listens on 127.0.0.1, answers only requests addressed to a local host name (so
+  a web page elsewhere cannot reach it by DNS rebinding), and takes only JSON posts (which
+  a page elsewhere cannot send without a CORS permission this service never gives).
+
+FastAPI and uvicorn are optional dependencies (`pip install 'miniagent[serve]'`); the
+notebooks' environment has them.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import logging
+import re
+import secrets
+import socket
+import sys
+from collections import OrderedDict
+from contextlib import contextmanager
+from dataclasses import asdict, dataclass
+from importlib import resources
+from typing import Any, AsyncIterator, Callable, Iterator
+
+from fastapi import Depends, FastAPI, Request
+from fastapi.responses import JSONResponse, Response, StreamingResponse
+from starlette.exceptions import HTTPException
+
+from miniagent.context import SlidingWindow
+from miniagent.messages import clean_text
+
+log = logging.getLogger("miniagent.serve")
+
+LOCAL_HOSTS = ("127.0.0.1", "localhost", "[::1]")
+Emit = Callable[[str, dict], None]  # (event name, data): how a run reports what happens in it
+
+# The page may run its own script and talk to this service, nothing else (no external resources).
+PAGE_HEADERS = {
+    "content-security-policy": "default-src 'none'; script-src 'self'; style-src 'unsafe-inline'; "
+                               "connect-src 'self'; img-src data:; base-uri 'none'; form-action 'none'; "
+                               "frame-ancestors 'none'",
+    "x-content-type-options": "nosniff",
+    "referrer-policy": "no-referrer",
+}
+
+
+# --- errors: one shape for every refusal ---------------------------------------------
+
+
+class ServiceError(Exception):
+    """A request the service refuses: the HTTP status, and the error the client reads."""
+
+    def __init__(self, status: int, type: str, message: str, headers: dict[str, str] | None = None) -> None:
+        super().__init__(message)
+        self.status, self.type, self.message, self.headers = status, type, message, headers
+
+
+def error_response(status: int, type: str, message: str, headers: dict[str, str] | None = None) -> JSONResponse:
+    return JSONResponse({"error": {"type": type, "message": message}}, status_code=status, headers=headers)
+
+
+HTTP_ERROR_TYPES = {404: "not_found", 405: "method_not_allowed"}
+
+
+def _add_error_handlers(app: FastAPI) -> None:
+    async def refused(request: Request, err: ServiceError) -> JSONResponse:
+        return error_response(err.status, err.type, err.message, err.headers)
+
+    async def http_error(request: Request, err: HTTPException) -> JSONResponse:  # unknown path, wrong method
+        kind = HTTP_ERROR_TYPES.get(err.status_code, "http_error")
+        return error_response(err.status_code, kind, f"{err.detail}: {request.method} {request.url.path}",
+                              getattr(err, "headers", None))
+
+    async def crashed(request: Request, err: Exception) -> JSONResponse:  # a bug: Starlette re-raises it for the log
+        return error_response(500, "internal_error", "the service failed unexpectedly; the server log says why")
+
+    app.add_exception_handler(ServiceError, refused)
+    app.add_exception_handler(HTTPException, http_error)
+    app.add_exception_handler(Exception, crashed)
+
+
+# --- reading a request -----------------------------------------------------------------
+
+
+def host_guard(allowed_hosts: tuple[str, ...] | None) -> Callable[[Request], None]:
+    """A check that the request was addressed to this machine by name (None: any host).
+
+    A page on another site can make its own domain name point at 127.0.0.1 (DNS rebinding)
+    and then talk to a local service as if it were its own origin; its requests still
+    carry its domain name in `Host`, which is how they are told apart.
+    """
+    def check_host(request: Request) -> None:
+        if allowed_hosts is None:
+            return
+        host = re.sub(r":\d+$", "", request.headers.get("host", "")).lower()
+        if host not in allowed_hosts:
+            raise ServiceError(400, "invalid_host", f"this service answers requests to {', '.join(allowed_hosts)} "
+                                                    "only (start it with --host to serve another name)")
+    return check_host
+
+
+async def read_body(request: Request, limit: int) -> bytes:
+    """The body, refused with 413 as soon as it is known to exceed `limit`: never read whole."""
+    declared = request.headers.get("content-length", "")
+    if declared.isdigit() and int(declared) > limit:
+        raise ServiceError(413, "request_too_large", f"the body is {declared} bytes; the limit is {limit}")
+    body = bytearray()
+    async for chunk in request.stream():
+        body += chunk
+        if len(body) > limit:
+            raise ServiceError(413, "request_too_large", f"the body is over the limit of {limit} bytes")
+    return bytes(body)
+
+
+def invalid(message: str) -> ServiceError:
+    return ServiceError(422, "invalid_request", message)
+
+
+async def read_question(request: Request, max_body_bytes: int, max_chars: int) -> tuple[str, str | None]:
+    """(message, conversation_id) from a chat request, or the ServiceError that says what is wrong."""
+    media_type = request.headers.get("content-type", "").split(";")[0].strip().lower()
+    if media_type != "application/json":
+        raise ServiceError(415, "unsupported_media_type",
+                           "send the request as JSON with content-type: application/json "
+                           f"(got {media_type or 'none'!r})")
+    body = await read_body(request, max_body_bytes)
+    try:
+        payload = json.loads(body)
+    except (ValueError, RecursionError) as err:  # ValueError covers bytes that are not UTF-8 too
+        raise ServiceError(400, "invalid_json", f"the body is not valid JSON ({str(err)[:100]})") from None
+    if not isinstance(payload, dict):
+        raise invalid(f'the body must be a JSON object like {{"message": "..."}}, got {type(payload).__name__}')
+    unknown = sorted(set(payload) - {"message", "conversation_id"})
+    if unknown:
+        raise invalid(f"unknown field(s) {', '.join(map(repr, unknown))[:200]}; "
+                      "the fields are 'message' and 'conversation_id'")
+    message, conversation_id = payload.get("message"), payload.get("conversation_id")
+    if "message" not in payload:
+        raise invalid("the field 'message' is missing: the question to ask")
+    if not isinstance(message, str):
+        raise invalid(f"'message' must be a string, got {type(message).__name__}")
+    if not message.strip():
+        raise invalid("'message' is empty; write a question")
+    if len(message) > max_chars:
+        raise invalid(f"'message' is {len(message):,} characters; the limit is {max_chars:,}")
+    if conversation_id is not None and not isinstance(conversation_id, str):
+        raise invalid("'conversation_id' must be a string from an earlier answer, "
+                      f"got {type(conversation_id).__name__}")
+    return clean_text(message), conversation_id
+
+
+# --- conversations and runs ------------------------------------------------------------
+
+
+@dataclass(eq=False)
+class Conversation:
+    id: str
+    agent: Any       # an AsyncAgent: it holds the history
+    busy: bool = False
+
+
+class Conversations:
+    """The conversations the service remembers, by unguessable id: at most `limit` of them.
+
+    When full, a new conversation takes the place of the least recently used idle one;
+    one with a run in progress is never forgotten under it.
+    """
+
+    def __init__(self, agent_factory: Callable[[], Any], limit: int) -> None:
+        self.agent_factory, self.limit = agent_factory, limit
+        self._by_id: OrderedDict[str, Conversation] = OrderedDict()
+
+    def __len__(self) -> int:
+        return len(self._by_id)
+
+    def __iter__(self) -> Iterator[Conversation]:
+        return iter(list(self._by_id.values()))
+
+    def get(self, conversation_id: str) -> Conversation | None:
+        conversation = self._by_id.get(conversation_id)
+        if conversation is not None:
+            self._by_id.move_to_end(conversation_id)  # the most recently used is last
+        return conversation
+
+    def new(self) -> Conversation | None:
+        """A fresh conversation, or None when every one kept has a run in progress."""
+        if len(self._by_id) >= self.limit:
+            idle = next((c for c in self._by_id.values() if not c.busy), None)
+            if idle is None:
+                return None
+            del self._by_id[idle.id]
+        conversation = Conversation(secrets.token_urlsafe(18), self.agent_factory())
+        self._by_id[conversation.id] = conversation
+        return conversation
+
+
+def overloaded(why: str) -> ServiceError:
+    return ServiceError(503, "overloaded", f"{why}; retry in a moment", headers={"retry-after": "1"})
+
+
+class ChatService:
+    """Runs questions in conversations, within the limits: what both chat routes share.
+
+    `reserve` and `release` bracket every run; between them the conversation is busy and
+    counts against `max_concurrent_runs`. Nothing here awaits between a check and the
+    change it guards, so on one event loop no lock is needed.
+    """
+
+    def __init__(self, agent_factory: Callable[[], Any], *, max_conversations: int, max_history_messages: int,
+                 max_concurrent_runs: int) -> None:
+        self.conversations = Conversations(agent_factory, max_conversations)
+        self.window = SlidingWindow(max_history_messages)
+        self.max_concurrent_runs = max_concurrent_runs
+        self.running = 0
+
+    def reserve(self, conversation_id: str | None) -> Conversation:
+        """The conversation this run goes into, marked busy; or the ServiceError refusing it."""
+        conversation = None
+        if conversation_id is not None:
+            conversation = self.conversations.get(conversation_id)
+            if conversation is None:
+                raise ServiceError(404, "conversation_not_found", "no conversation has this id (it may have been "
+                                   "forgotten to make room); leave conversation_id out to start a new one")
+            if conversation.busy:
+                raise ServiceError(409, "conversation_busy", "this conversation is answering a question; "
+                                   "wait for that answer before asking the next")
+        if self.running >= self.max_concurrent_runs:
+            raise overloaded(f"{self.running} questions are being answered, the most this service runs at once")
+        if conversation is None:
+            conversation = self.conversations.new()
+            if conversation is None:
+                raise overloaded(f"all {self.conversations.limit} conversations kept are answering questions")
+        conversation.busy = True
+        self.running += 1
+        return conversation
+
+    def release(self, conversation: Conversation) -> None:
+        conversation.busy = False
+        self.running -= 1
+
+    async def run(self, conversation: Conversation, message: str, emit: Emit) -> Any:
+        """Ask `message` in `conversation`; `emit(name, data)` hears each step as it happens."""
+        agent = conversation.agent
+        agent.trace.clear()  # the trace keeps one run, not a conversation's worth
+        with watching_steps(agent, steps_to(emit)):
+            result = await agent.run(message, stream=True, on_text=lambda delta: emit("text", {"text": delta}),
+                                     on_tool_use=tool_uses_to(emit))
+        agent.history = self.window.view(agent.history)
+        return result
+
+
+def tool_uses_to(emit: Emit) -> Callable[[dict], None]:
+    """The stream's tool calls as `tool_use` events: when each begins and when it is complete."""
+    def on_tool_use(call: dict) -> None:
+        if call["done"] or not call["partial_json"]:  # the pieces in between would only be noise
+            emit("tool_use", {"id": call["id"], "name": call["name"], "input": call["input"], "done": call["done"]})
+    return on_tool_use
+
+
+def steps_to(emit: Emit) -> Callable[[dict], None]:
+    """The agent's trace events that a client wants: tool results and each call's usage."""
+    def on_step(event: dict) -> None:
+        if event["type"] == "tool_result":
+            emit("tool_result", {key: event.get(key) for key in ("id", "name", "is_error", "content")}
+                 | {"seconds": round(event.get("seconds") or 0.0, 3)})
+        elif event["type"] == "usage":
+            emit("usage", {key: event.get(key) for key in ("iteration", "input_tokens", "output_tokens")})
+    return on_step
+
+
+@contextmanager
+def watching_steps(agent: Any, extra: Callable[[dict], None]) -> Iterator[None]:
+    """`agent.on_step` also calls `extra` while the block runs (one run); then it is as it was."""
+    before = agent.on_step
+
+    def both(event: dict) -> None:
+        if before is not None:
+            before(event)
+        extra(event)
+
+    agent.on_step = both
+    try:
+        yield
+    finally:
+        agent.on_step = before
+
+
+def usage_of(result: Any) -> dict:
+    return asdict(result.usage)
+
+
+def finished(result: Any) -> tuple[str, dict]:
+    """The last event of a run: `done`, or `error` when the API call failed."""
+    if result.stop == "api_error":  # the client has redacted the message: no key in it
+        return "error", {"type": "api_error", "message": result.reason}
+    return "done", {"stop": result.stop, "reason": result.reason, "ok": result.ok, "text": result.text,
+                    "usage": usage_of(result)}
+
+
+# --- Server-Sent Events ----------------------------------------------------------------
+
+
+def sse(name: str, data: dict) -> bytes:
+    """One event: an `event: NAME` line, a `data: JSON` line, a blank line.
+
+    JSON never needs a raw line break, so one data line holds it. A lone surrogate (which
+    UTF-8 cannot encode) is written as the JSON escape it came from.
+    """
+    text = json.dumps(data, ensure_ascii=False, separators=(",", ":"))
+    return f"event: {name}\ndata: {text}\n\n".encode("utf-8", "backslashreplace")
+
+
+async def event_stream(conversation_id: str, queue: asyncio.Queue, heartbeat: float) -> AsyncIterator[bytes]:
+    """The events of one run as they come, ended by None; a comment line when it is quiet.
+
+    The comment keeps proxies from closing an idle connection, and it is a write, which
+    is how a server notices a client that has gone.
+    """
+    yield sse("conversation", {"conversation_id": conversation_id})
+    while True:
+        try:
+            item = await asyncio.wait_for(queue.get(), heartbeat)
+        except TimeoutError:
+            yield b": keep-alive\n\n"
+            continue
+        if item is None:
+            return
+        yield sse(*item)
+
+
+class EventStream(StreamingResponse):
+    """A stream of events tied to the run that produces them: however it ends, the run ends.
+
+    When the client disconnects, Starlette stops the response (it cancels the sending);
+    the `finally` then cancels the run, and the cancellation reaches the model call and
+    the tools. A run that has already finished ignores it.
+    """
+
+    media_type = "text/event-stream"
+
+    def __init__(self, events: AsyncIterator[bytes], run: asyncio.Task) -> None:
+        super().__init__(events, headers={"cache-control": "no-cache", "x-accel-buffering": "no"})
+        self.run = run
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        try:
+            await super().__call__(scope, receive, send)
+        finally:
+            self.run.cancel()
+
+
+# --- the app -------------------------------------------------------------------------
+
+
+def default_agent_factory(*, offline: bool | None = None, model: str | None = None, quiet: bool = True,
+                          **agent_options: Any) -> Callable[[], Any]:
+    """One client for the whole service, and a new streaming agent (its own history) per conversation."""
+    from miniagent.aclient import connect_async
+    from miniagent.agent import AsyncAgent
+
+    client = connect_async(offline=offline, model=model, quiet=quiet)
+    return lambda: AsyncAgent(client=client, stream=True, **agent_options)
+
+
+def _page(name: str) -> str:
+    return (resources.files("miniagent") / "web" / name).read_text(encoding="utf-8")
+
+
+def create_app(*, agent_factory: Callable[[], Any] | None = None, max_conversations: int = 100,
+               max_history_messages: int = 50, max_concurrent_runs: int = 32, max_body_bytes: int = 64 * 1024,
+               max_question_chars: int = 20_000, allowed_hosts: tuple[str, ...] | None = LOCAL_HOSTS,
+               heartbeat_seconds: float = 15.0) -> FastAPI:
+    """The service as an ASGI app (run it with uvicorn; test it with httpx's ASGITransport).
+
+    `agent_factory()` makes the agent of each new conversation (default: `AsyncAgent` on
+    `connect_async()`, offline unless a key is set). The limits are described above;
+    `allowed_hosts=None` accepts any Host header (for a service deliberately on a network).
+    """
+    limits = [("max_conversations", max_conversations, 1), ("max_concurrent_runs", max_concurrent_runs, 1),
+              ("max_history_messages", max_history_messages, 2),  # at least a question and its answer
+              ("max_body_bytes", max_body_bytes, 1), ("max_question_chars", max_question_chars, 1)]
+    for name, value, least in limits:
+        if isinstance(value, bool) or not isinstance(value, int) or value < least:
+            raise ValueError(f"{name} must be an integer of at least {least}, got {value!r}")
+    service = ChatService(agent_factory or default_agent_factory(), max_conversations=max_conversations,
+                          max_history_messages=max_history_messages, max_concurrent_runs=max_concurrent_runs)
+    page, script = _page("index.html"), _page("chat.js")
+
+    # No /docs: they load scripts from a CDN, and this service stays offline.
+    app = FastAPI(title="miniagent", docs_url=None, redoc_url=None, openapi_url=None,
+                  dependencies=[Depends(host_guard(allowed_hosts))])
+    app.state.service = service
+    _add_error_handlers(app)
+
+    @app.get("/")
+    async def index() -> Response:
+        return Response(page, media_type="text/html; charset=utf-8", headers=PAGE_HEADERS)
+
+    @app.get("/chat.js")
+    async def chat_js() -> Response:
+        return Response(script, media_type="text/javascript; charset=utf-8", headers=PAGE_HEADERS)
+
+    @app.post("/chat")
+    async def chat(request: Request) -> dict:
+        message, conversation_id = await read_question(request, max_body_bytes, max_question_chars)
+        conversation = service.reserve(conversation_id)
+        calls: dict[str, dict] = {}
+
+        def collect(name: str, data: dict) -> None:  # the tool calls, each with its result
+            if name == "tool_use" and data["done"]:
+                calls[data["id"]] = {"id": data["id"], "name": data["name"], "input": data["input"],
+                                     "result": None, "is_error": None}
+            elif name == "tool_result" and data["id"] in calls:
+                calls[data["id"]].update(result=data["content"], is_error=data["is_error"])
+
+        try:
+            result = await service.run(conversation, message, collect)
+        finally:
+            service.release(conversation)
+        if result.stop == "api_error":
+            raise ServiceError(502, "api_error", result.reason)
+        return {"conversation_id": conversation.id, "text": result.text, "stop": result.stop,
+                "reason": result.reason, "usage": usage_of(result), "tool_calls": list(calls.values())}
+
+    @app.post("/chat/stream")
+    async def chat_stream(request: Request) -> EventStream:
+        message, conversation_id = await read_question(request, max_body_bytes, max_question_chars)
+        conversation = service.reserve(conversation_id)
+        queue: asyncio.Queue = asyncio.Queue()
+        loop = asyncio.get_running_loop()
+
+        def emit(name: str, data: dict) -> None:  # callbacks may come from a tool's thread
+            loop.call_soon_threadsafe(queue.put_nowait, (name, data))
+
+        async def run() -> None:
+            try:
+                emit(*finished(await service.run(conversation, message, emit)))
+            except Exception:  # noqa: BLE001 - a bug: the client hears that it failed, the log hears why
+                log.exception("the run failed unexpectedly")
+                emit("error", {"type": "internal_error", "message": "the run failed unexpectedly; "
+                                                                    "the server log says why"})
+
+        def ended(task: asyncio.Task) -> None:  # called however the run ends, cancelled before it began too
+            service.release(conversation)
+            loop.call_soon_threadsafe(queue.put_nowait, None)
+
+        task = asyncio.create_task(run())
+        task.add_done_callback(ended)
+        return EventStream(event_stream(conversation.id, queue, heartbeat_seconds), task)
+
+    return app
+
+
+# --- the command line ------------------------------------------------------------------
+
+
+def is_loopback(host: str) -> bool:
+    return host in ("127.0.0.1", "localhost", "::1") or host.startswith("127.")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="python -m miniagent serve",
+                                     description="Serve the agent over HTTP: a web page at /, POST /chat "
+                                                 "(JSON) and POST /chat/stream (Server-Sent Events).")
+    parser.add_argument("--host", default="127.0.0.1",
+                        help="address to listen on (default: 127.0.0.1, this machine only)")
+    parser.add_argument("--port", type=int, default=8000, help="port (default: 8000; 0 picks a free one)")
+    mode = parser.add_mutually_exclusive_group()
+    mode.add_argument("--offline", action="store_true", help="use the bundled mock API, even if a key is set")
+    mode.add_argument("--live", action="store_true", help="use the real API (needs ANTHROPIC_API_KEY)")
+    parser.add_argument("--model", help="model name (default: $MINIAGENT_MODEL or the package default)")
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    """`python -m miniagent serve`: serve until Ctrl-C. Exit status 2 for a bad command line or key."""
+    args = build_parser().parse_args(argv)
+    import uvicorn
+
+    from miniagent.client import APIKeyError, MissingAPIKeyError
+
+    try:
+        factory = default_agent_factory(offline=True if args.offline else False if args.live else None,
+                                model=args.model, quiet=False)
+    except MissingAPIKeyError:
+        print("miniagent serve: --live needs ANTHROPIC_API_KEY; export it, or drop --live to serve offline",
+              file=sys.stderr)
+        return 2
+    except APIKeyError as err:  # the message never shows the key
+        print(f"miniagent serve: {err}", file=sys.stderr)
+        return 2
+    local = is_loopback(args.host)
+    if not local:
+        print(f"warning: listening on {args.host}: anyone who can reach this machine can use the agent, "
+              "and your API key with it", file=sys.stderr)
+    try:  # bound here, so a port in use is a clear message and port 0 prints the port it got
+        sock = socket.create_server((args.host, args.port), family=socket.AF_INET6 if ":" in args.host
+                                    else socket.AF_INET)
+    except OSError as err:
+        print(f"miniagent serve: cannot listen on {args.host} port {args.port} ({err.strerror or err}); "
+              "pick another with --port", file=sys.stderr)
+        return 2
+    app = create_app(agent_factory=factory, allowed_hosts=LOCAL_HOSTS if local else None)
+    shown = f"[{args.host}]" if ":" in args.host else args.host
+    print(f"miniagent: serving at http://{shown}:{sock.getsockname()[1]}/ (Ctrl-C to stop)", flush=True)
+    server = uvicorn.Server(uvicorn.Config(app, log_level="warning", timeout_graceful_shutdown=3))
+    try:  # on Ctrl-C, answers being streamed get 3 s to finish, then their runs are cancelled
+        server.run(sockets=[sock])
+    except KeyboardInterrupt:  # uvicorn stops cleanly, then raises the Ctrl-C it caught
+        pass
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

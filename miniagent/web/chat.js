@@ -1,0 +1,159 @@
+// The page's whole job: post a question to chat/stream, read the Server-Sent Events of the
+// answer as they arrive, and show them: the text as it grows, each tool call with its result.
+//
+// EventSource can only GET, so the events are read from fetch()'s body by hand: an event
+// is a block of lines ended by a blank line, `event: NAME` and `data: JSON` (the server
+// writes "\n" line ends), and a line starting with ":" is a comment (a keep-alive).
+// What the model or a tool wrote only ever goes into textContent (or a text node), never
+// into innerHTML: an answer containing <img onerror=...> stays text.
+"use strict";
+
+const log = document.getElementById("log");
+const form = document.getElementById("ask");
+const input = document.getElementById("message");
+const send = document.getElementById("send");
+const label = document.getElementById("conversation");
+let conversationId = null;   // kept for follow-up questions
+let running = null;          // the AbortController of the question being answered
+
+function element(tag, className, text) {
+  const node = document.createElement(tag);
+  if (className) node.className = className;
+  if (text !== undefined) node.textContent = text;
+  return node;
+}
+
+function parseEvent(block) {
+  let name = "message", data = "";
+  for (const line of block.split("\n")) {
+    if (line === "" || line.startsWith(":")) continue;
+    const colon = line.indexOf(":");
+    const field = colon < 0 ? line : line.slice(0, colon);
+    let value = colon < 0 ? "" : line.slice(colon + 1);
+    if (value.startsWith(" ")) value = value.slice(1);
+    if (field === "event") name = value;
+    else if (field === "data") data += (data ? "\n" : "") + value;
+  }
+  return data ? {name, data: JSON.parse(data)} : null;
+}
+
+async function* readEvents(response) {
+  const reader = response.body.pipeThrough(new TextDecoderStream()).getReader();
+  let buffer = "";
+  for (;;) {
+    const {value, done} = await reader.read();
+    if (done) return;
+    buffer += value;   // a chunk may end anywhere, even inside an event: keep the rest for later
+    let end;
+    while ((end = buffer.indexOf("\n\n")) >= 0) {
+      const event = parseEvent(buffer.slice(0, end));
+      buffer = buffer.slice(end + 2);
+      if (event) yield event;
+    }
+  }
+}
+
+function newTurn(question) {
+  const turn = {section: element("section", "turn"), text: null, calls: new Map(), tokens: [0, 0], ended: false};
+  turn.section.append(element("div", "question", question));
+  log.append(turn.section);
+  return turn;
+}
+
+function status(turn, text, isError) {
+  turn.section.append(element("p", isError ? "status error" : "status", text));
+}
+
+function show(turn, {name, data}) {
+  if (name === "conversation") {
+    conversationId = data.conversation_id;
+    label.textContent = "conversation " + conversationId.slice(0, 8) + "…";
+  } else if (name === "text") {
+    if (!turn.text) turn.section.append(turn.text = element("div", "text"));
+    turn.text.append(data.text);   // append(string) adds a text node: never parsed as HTML
+  } else if (name === "tool_use") {
+    let call = turn.calls.get(data.id);
+    if (!call) {
+      call = element("div", "tool");
+      call.append(element("div", "call"), element("div", "result running", "running…"));
+      turn.calls.set(data.id, call);
+      turn.section.append(call);
+      turn.text = null;   // text after a tool call is a new paragraph, below it
+    }
+    const args = data.done ? JSON.stringify(data.input) : "…";
+    call.querySelector(".call").textContent = data.name + "(" + args + ")";
+  } else if (name === "tool_result") {
+    const call = turn.calls.get(data.id);
+    if (!call) return;
+    const result = call.querySelector(".result");
+    result.className = "result";
+    result.textContent = "→ " + data.content;
+    if (data.is_error) call.classList.add("failed");
+  } else if (name === "usage") {
+    turn.tokens[0] += data.input_tokens || 0;
+    turn.tokens[1] += data.output_tokens || 0;
+  } else if (name === "done") {
+    turn.ended = true;
+    const tokens = turn.tokens[0] + " tokens in, " + turn.tokens[1] + " out";
+    const how = data.ok ? "done" : "stopped (" + data.stop + "): " + data.reason;
+    status(turn, how + " · " + tokens, !data.ok);
+  } else if (name === "error") {
+    turn.ended = true;
+    status(turn, "error: " + data.message, true);
+  }
+}
+
+async function ask(question) {
+  const turn = newTurn(question);
+  const body = conversationId ? {message: question, conversation_id: conversationId} : {message: question};
+  running = new AbortController();
+  send.textContent = "Stop";
+  try {
+    const response = await fetch("chat/stream", {method: "POST", headers: {"content-type": "application/json"},
+                                                 body: JSON.stringify(body), signal: running.signal});
+    if (!response.ok) {
+      const answer = await response.json().catch(() => ({}));
+      const why = answer.error ? answer.error.message : response.statusText;
+      status(turn, "error " + response.status + ": " + why, true);
+      if (response.status === 404) forget();   // the server no longer knows this conversation
+      return;
+    }
+    for await (const event of readEvents(response)) show(turn, event);
+    if (!turn.ended) status(turn, "error: the connection closed before the answer was complete", true);
+  } catch (err) {
+    status(turn, err.name === "AbortError" ? "stopped: you pressed Stop" : "error: " + err.message, true);
+  } finally {
+    running = null;
+    send.textContent = "Send";
+    window.scrollTo(0, document.body.scrollHeight);
+  }
+}
+
+function forget() {
+  conversationId = null;
+  label.textContent = "new conversation";
+}
+
+form.addEventListener("submit", (event) => {
+  event.preventDefault();
+  if (running) { running.abort(); return; }   // the button says Stop: closing the stream cancels the run
+  const question = input.value.trim();
+  if (!question) return;
+  input.value = "";
+  ask(question);
+});
+
+input.addEventListener("keydown", (event) => {
+  if (event.key === "Enter" && !event.shiftKey && !event.isComposing) {
+    event.preventDefault();
+    if (!running) form.requestSubmit();
+  }
+});
+
+document.getElementById("new").addEventListener("click", () => {
+  if (running) running.abort();
+  forget();
+  log.replaceChildren();
+});
+
+input.focus();
