@@ -378,19 +378,16 @@ def run_loop(client: Any, messages: list[dict], *, tools: ToolRegistry | list | 
             return loop.policy.view(effect.history)
         return loop.policy.on_tool_results(effect.results)
 
-    steps = loop.steps()
+    steps, outcome, error = loop.steps(), None, None
     try:
-        outcome, error = None, None
         while True:
+            finished, effect = _advance(steps, outcome, error)
+            if finished:
+                return effect
             try:
-                effect = steps.throw(error) if error is not None else steps.send(outcome)
-            except StopIteration as done:
-                return done.value
-            outcome, error = None, None
-            try:
-                outcome = perform(effect)
+                outcome, error = perform(effect), None
             except APIError as err:
-                error = err
+                outcome, error = None, err
     finally:
         steps.close()
 
@@ -420,21 +417,27 @@ async def arun_loop(client: Any, messages: list[dict], **options: Any) -> LoopRe
             return await asyncio.to_thread(loop.policy.view, effect.history)
         return await asyncio.to_thread(loop.policy.on_tool_results, effect.results)
 
-    steps = loop.steps()
+    steps, outcome, error = loop.steps(), None, None
     try:
-        outcome, error = None, None
         while True:
+            finished, effect = _advance(steps, outcome, error)
+            if finished:
+                return effect
             try:
-                effect = steps.throw(error) if error is not None else steps.send(outcome)
-            except StopIteration as done:
-                return done.value
-            outcome, error = None, None
-            try:
-                outcome = await perform(effect)
+                outcome, error = await perform(effect), None
             except APIError as err:
-                error = err
+                outcome, error = None, err
     finally:
         steps.close()
+
+
+def _advance(steps: Generator[Effect, Any, LoopResult], outcome: Any, error: APIError | None) -> tuple[bool, Any]:
+    """Resume the rules with the last effect's outcome (or its error, thrown in at the `yield`):
+    (False, the next effect), or (True, the LoopResult) once they return."""
+    try:
+        return False, steps.throw(error) if error is not None else steps.send(outcome)
+    except StopIteration as done:
+        return True, done.value
 
 
 def _stopped(stop_reason: Any) -> tuple[str, str]:
