@@ -78,18 +78,19 @@ class Agent:
                 f"max_iterations={self.max_iterations}, client={self.client!r})")
 
     def run(self, question: str, *, stream: bool | None = None, on_text: TextCallback | None = None,
-            on_tool_use: ToolUseCallback | None = None) -> LoopResult:
+            on_tool_use: ToolUseCallback | None = None, on_step: Callable[[Event], None] | None = None) -> LoopResult:
         """Ask one question; the model may call tools for several rounds before it answers.
 
-        `stream` overrides the agent's setting for this run; `on_text` and `on_tool_use`
-        are called for this run after the agent's own (a chat view uses them to draw the
-        answer as it arrives, without taking the agent's callbacks away).
+        `stream` overrides the agent's setting for this run; `on_text`, `on_tool_use` and
+        `on_step` are called for this run after the agent's own (a chat view or a web service
+        uses them to show the answer as it arrives, without taking the agent's callbacks away).
         """
-        messages, options, printer = self._start(question, stream, on_text, on_tool_use)
+        messages, options, printer = self._start(question, stream, on_text, on_tool_use, on_step)
         return self._end(run_loop(self.client, messages, **options), printer)
 
     def _start(self, question: str, stream: bool | None, on_text: TextCallback | None,
-               on_tool_use: ToolUseCallback | None) -> tuple[list[dict], dict, "RoundPrinter | None"]:
+               on_tool_use: ToolUseCallback | None, on_step: Callable[[Event], None] | None = None
+               ) -> tuple[list[dict], dict, "RoundPrinter | None"]:
         """Everything before the loop runs: checks, callbacks, the trace's question; (messages, options, printer)."""
         if not isinstance(question, str) or not question.strip():
             raise ValueError(f"the question must be a non-empty string, got {question!r}")
@@ -100,20 +101,21 @@ class Agent:
         printer = RoundPrinter(streamed=streamed) if self.verbose else None
         text_callbacks = [f for f in (printer and printer.text, self.on_text, on_text) if f is not None]
         tool_callbacks = [f for f in (self.on_tool_use, on_tool_use) if f is not None]
+        step = _each([f for f in (printer, self.on_step, on_step) if f is not None])
         streaming: dict[str, Any] = {}
         if streamed:
             streaming = {"stream": True, "on_text": _each(text_callbacks), "on_tool_use": _each(tool_callbacks)}
 
         def on_event(event: Event) -> None:
-            self._step(event, printer)
+            self._step(event, step)
             if event["type"] == "response":
                 usage = event.get("usage") or {}
                 self.usage.add(usage)
                 self._step({"type": "usage", "iteration": event.get("iteration"),
                             "input_tokens": usage.get("input_tokens", 0),
-                            "output_tokens": usage.get("output_tokens", 0)}, printer)
+                            "output_tokens": usage.get("output_tokens", 0)}, step)
 
-        self._step({"type": "question", "text": question}, printer)
+        self._step({"type": "question", "text": question}, step)
         options = dict(tools=self.tools or None, system=self.system, policy=self.policy,
                        max_iterations=self.max_iterations, token_budget=self.token_budget,
                        parallel=self.parallel, on_event=on_event, **streaming)
@@ -138,12 +140,11 @@ class Agent:
         self.trace.clear()
         self.last_result = None
 
-    def _step(self, event: Event, printer: "RoundPrinter | None") -> None:
+    def _step(self, event: Event, step: Callable[[Event], None] | None) -> None:
+        """Record the event in the trace, then show it to the printer and the on_step callbacks."""
         stamped = self.trace.record(event)
-        if printer:
-            printer(stamped)
-        if self.on_step:
-            self.on_step(stamped)
+        if step is not None:
+            step(stamped)
 
 
 class AsyncAgent(Agent):
@@ -164,9 +165,10 @@ class AsyncAgent(Agent):
         super().__init__(client, tools, **settings)
 
     async def run(self, question: str, *, stream: bool | None = None,  # type: ignore[override]
-                  on_text: TextCallback | None = None, on_tool_use: ToolUseCallback | None = None) -> LoopResult:
+                  on_text: TextCallback | None = None, on_tool_use: ToolUseCallback | None = None,
+                  on_step: Callable[[Event], None] | None = None) -> LoopResult:
         """Ask one question (see `Agent.run`)."""
-        messages, options, printer = self._start(question, stream, on_text, on_tool_use)
+        messages, options, printer = self._start(question, stream, on_text, on_tool_use, on_step)
         return self._end(await arun_loop(self.client, messages, **options), printer)
 
     async def chat(self, question: str) -> str:  # type: ignore[override]

@@ -42,7 +42,6 @@ import secrets
 import socket
 import sys
 from collections import OrderedDict
-from contextlib import contextmanager
 from dataclasses import asdict, dataclass
 from importlib import resources
 from typing import Any, AsyncIterator, Callable, Iterator
@@ -267,9 +266,8 @@ class ChatService:
         """Ask `message` in `conversation`; `emit(name, data)` hears each step as it happens."""
         agent = conversation.agent
         agent.trace.clear()  # the trace keeps one run, not a conversation's worth
-        with watching_steps(agent, steps_to(emit)):
-            result = await agent.run(message, stream=True, on_text=lambda delta: emit("text", {"text": delta}),
-                                     on_tool_use=tool_uses_to(emit))
+        result = await agent.run(message, stream=True, on_text=lambda delta: emit("text", {"text": delta}),
+                                 on_tool_use=tool_uses_to(emit), on_step=steps_to(emit))
         agent.history = self.window.view(agent.history)
         return result
 
@@ -291,23 +289,6 @@ def steps_to(emit: Emit) -> Callable[[dict], None]:
         elif event["type"] == "usage":
             emit("usage", {key: event.get(key) for key in ("iteration", "input_tokens", "output_tokens")})
     return on_step
-
-
-@contextmanager
-def watching_steps(agent: Any, extra: Callable[[dict], None]) -> Iterator[None]:
-    """`agent.on_step` also calls `extra` while the block runs (one run); then it is as it was."""
-    before = agent.on_step
-
-    def both(event: dict) -> None:
-        if before is not None:
-            before(event)
-        extra(event)
-
-    agent.on_step = both
-    try:
-        yield
-    finally:
-        agent.on_step = before
 
 
 def usage_of(result: Any) -> dict:

@@ -134,3 +134,27 @@ def test_a_sync_client_is_refused_with_a_clear_message():
     agent = AsyncAgent(connect(offline=True, quiet=True), default_tools())
     with pytest.raises(TypeError, match="needs an async client"):
         asyncio.run(agent.run("Hello"))
+
+
+@pytest.mark.parametrize("kind", ["sync", "async"])
+def test_a_runs_own_on_step_sees_that_run_only_after_the_agents_own(kind):
+    seen: list[tuple[str, str]] = []
+    mine = lambda event: seen.append(("agent", event["type"]))  # noqa: E731
+    theirs = lambda event: seen.append(("run", event["type"]))  # noqa: E731
+    if kind == "sync":
+        agent = Agent(connect(offline=True, quiet=True), on_step=mine)
+        agent.run("Hello", on_step=theirs)
+        first = len(seen)
+        agent.run("Hello again")
+    else:
+        agent = AsyncAgent(connect_async(offline=True, quiet=True), on_step=mine)
+
+        async def two():
+            await agent.run("Hello", on_step=theirs)
+            first = len(seen)
+            await agent.run("Hello again")
+            return first
+        first = asyncio.run(two())
+    one, two_ = seen[:first], seen[first:]
+    assert one[0::2] == [("agent", t) for _, t in one[1::2]] and one[1::2] == [("run", t) for _, t in one[0::2]]
+    assert one[1][1] == "question" and all(who == "agent" for who, _ in two_) and two_

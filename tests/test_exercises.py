@@ -962,7 +962,7 @@ def test_no_answer_makes_any_check_raise(nb01):
 
 
 @pytest.mark.parametrize("key", ["01-3", "02-2", "03-1", "03-3", "04-1", "04-2", "04-3", "05-1", "05-2", "05-3",
-                                 "06-1", "06-2", "06-3", "07-1", "07-2", "07-3"])
+                                 "06-1", "06-2", "06-3", "07-1", "07-2", "07-3", "08-1", "08-2", "08-3"])
 def test_an_answer_that_never_returns_is_reported_not_waited_for(key, short_timeout, nb01, nb04):
     """Learner code that hangs (an endless loop, a sleep of an hour) costs a check TIMEOUT seconds."""
     def hangs(*args, **kwargs):
@@ -1319,3 +1319,149 @@ def test_07_3_wrong_answers():
         lines = text.replace("\r\n", "\n").replace("\r", "\n").split("\n")
         return f"event: {event}\n" + "".join(f"data:{line}\n" for line in lines) + "\n"
     not_yet(exercises.check_07_3(no_space), "' leading space'")
+
+
+# --- 08 · Other providers -----------------------------------------------------------------------
+
+
+def reference_to_openai_tool(tool):
+    return {"type": "function", "function": {"name": tool["name"], "description": tool["description"],
+                                             "parameters": tool["input_schema"]}}
+
+
+def test_08_1_reference_and_wrong_answers():
+    done(exercises.check_08_1(reference_to_openai_tool))
+    not_yet(exercises.check_08_1(lambda t: {"type": "function", "function": {
+        "name": t["name"], "description": t["description"], "input_schema": t["input_schema"]}}), '"parameters"')
+    not_yet(exercises.check_08_1(lambda t: {"type": "function", "name": t["name"], "description": t["description"],
+                                            "parameters": t["input_schema"]}), 'inside "function"')
+    not_yet(exercises.check_08_1(lambda t: {"function": {"name": t["name"], "description": t["description"],
+                                                         "parameters": t["input_schema"]}}), '"type": "function"')
+
+    def renames_in_place(tool):
+        tool["parameters"] = tool.pop("input_schema")
+        return {"type": "function", "function": tool}
+    not_yet(exercises.check_08_1(renames_in_place), "changed the tool it was given")
+    wrong_kind(exercises.check_08_1(lambda t: json.dumps(reference_to_openai_tool(t))), "return a dict")
+
+
+def reference_assemble_tool_calls(chunks):
+    calls = {}
+    for chunk in chunks:
+        for choice in chunk.get("choices", []):
+            for piece in choice.get("delta", {}).get("tool_calls") or []:
+                call = calls.setdefault(piece["index"], {"id": None, "name": None, "arguments": ""})
+                call["id"] = piece.get("id") or call["id"]
+                function = piece.get("function") or {}
+                call["name"] = function.get("name") or call["name"]
+                call["arguments"] += function.get("arguments") or ""
+    out = []
+    for index in sorted(calls):
+        call = calls[index]
+        try:
+            arguments = json.loads(call["arguments"]) if call["arguments"] else {}
+        except json.JSONDecodeError:
+            arguments = None
+        out.append({"id": call["id"], "name": call["name"], "input": arguments})
+    return out
+
+
+def test_08_2_reference_and_wrong_answers():
+    done(exercises.check_08_2(reference_assemble_tool_calls))
+
+    def joined(chunks):  # all argument pieces joined together, across calls
+        calls, text = [], ""
+        for chunk in chunks:
+            for piece in chunk["choices"][0]["delta"].get("tool_calls") or []:
+                if "id" in piece:
+                    calls.append({"id": piece["id"], "name": piece["function"]["name"]})
+                text += piece["function"].get("arguments", "")
+        return [{**c, "input": None} for c in calls]
+    not_yet(exercises.check_08_2(joined), "join the argument pieces of each index separately")
+
+    def guesses(chunks):
+        return [{**c, "input": c["input"] if c["input"] is not None else {}}
+                for c in reference_assemble_tool_calls(chunks)]
+    not_yet(exercises.check_08_2(guesses), "never guess the rest")
+
+    def by_id(chunks):  # later pieces have no id: they are lost
+        calls = {}
+        for chunk in chunks:
+            for piece in chunk["choices"][0]["delta"].get("tool_calls") or []:
+                if "id" in piece:
+                    calls[piece["id"]] = {"id": piece["id"], "name": piece["function"]["name"], "arguments": ""}
+        return [{"id": c["id"], "name": c["name"], "input": {}} for c in calls.values()]
+    not_yet(exercises.check_08_2(by_id), "join the argument pieces")
+    wrong_kind(exercises.check_08_2(lambda chunks: {}), "return a list")
+
+
+def reference_to_openai_messages(messages):
+    out = []
+    for message in messages:
+        content = message["content"]
+        if isinstance(content, str):
+            out.append({"role": message["role"], "content": content})
+            continue
+        texts = [b["text"] for b in content if b["type"] == "text"]
+        if message["role"] == "assistant":
+            calls = [{"id": b["id"], "type": "function",
+                      "function": {"name": b["name"], "arguments": json.dumps(b["input"], ensure_ascii=False)}}
+                     for b in content if b["type"] == "tool_use"]
+            out.append({"role": "assistant", "content": "".join(texts) or None, **({"tool_calls": calls} if calls else {})})
+            continue
+        for block in content:
+            if block["type"] == "tool_result":
+                out.append({"role": "tool", "tool_call_id": block["tool_use_id"], "content": block["content"]})
+        if texts:
+            out.append({"role": "user", "content": "".join(texts)})
+    return out
+
+
+def test_08_3_reference_and_odd_but_valid():
+    done(exercises.check_08_3(reference_to_openai_messages))
+
+    def ascii_arguments_and_parts(messages):  # escaped JSON and text parts: the API reads the same
+        out = reference_to_openai_messages(messages)
+        for m in out:
+            for c in m.get("tool_calls", []):
+                c["function"]["arguments"] = json.dumps(json.loads(c["function"]["arguments"]))
+            if m["role"] == "user":
+                m["content"] = [{"type": "text", "text": m["content"]}]
+        return out
+    done(exercises.check_08_3(ascii_arguments_and_parts))
+
+
+def test_08_3_wrong_answers():
+    def dict_arguments(messages):
+        out = reference_to_openai_messages(messages)
+        for m in out:
+            for c in m.get("tool_calls", []):
+                c["function"]["arguments"] = json.loads(c["function"]["arguments"])
+        return out
+    not_yet(exercises.check_08_3(dict_arguments), "JSON string")
+
+    def one_tool_message(messages):  # all results in one message
+        out = []
+        for m in reference_to_openai_messages(messages):
+            if m["role"] == "tool" and out and out[-1]["role"] == "tool":
+                out[-1]["content"] += "\n" + m["content"]
+            else:
+                out.append(m)
+        return out
+    not_yet(exercises.check_08_3(one_tool_message), "its own \"tool\" message")
+
+    def text_first(messages):  # the turn's text before its results: a tool message must follow the call
+        out = reference_to_openai_messages(messages)
+        for i in range(len(out) - 1):
+            if out[i]["role"] == "tool" and out[-1]["role"] == "user" and i == len(out) - 2:
+                out[i], out[-1] = out[-1], out[i]
+        return out
+    not_yet(exercises.check_08_3(text_first), "before any text of that turn")
+
+    def drops_content(messages):
+        out = reference_to_openai_messages(messages)
+        for m in out:
+            if m.get("tool_calls") and m["content"] is None:
+                del m["content"]
+        return out
+    not_yet(exercises.check_08_3(drops_content), '"content" (None if no text)')

@@ -1,0 +1,217 @@
+"""Checks for notebook 08 · Other providers."""
+
+from __future__ import annotations
+
+import copy
+import json
+from collections.abc import Mapping
+from typing import Any
+
+from miniagent.exercises._core import _check_callable, _exercise, _kind, _run, _show, not_yet, wrong_kind
+
+WEATHER = {"name": "get_weather", "description": "Get the current weather for a city.",
+           "input_schema": {"type": "object", "properties": {"city": {"type": "string", "description": "the city"}},
+                            "required": ["city"]}}
+CLOCK = {"name": "get_current_time", "description": "The current date and time.",
+         "input_schema": {"type": "object", "properties": {}}}
+CONVERT = {"name": "convert", "description": "Convert a temperature.",
+           "input_schema": {"type": "object", "properties": {
+               "value": {"type": "number"}, "unit": {"type": "string", "enum": ["C", "F"]}},
+               "required": ["value", "unit"], "additionalProperties": False}}
+
+
+@_exercise("08", 1)
+def check_08_1(to_openai_tool: Any) -> None:
+    """`to_openai_tool(tool)`: an Anthropic tool definition as an OpenAI function tool."""
+    _check_callable(to_openai_tool, "to_openai_tool", "to_openai_tool(tool) returns the OpenAI tool dict")
+    for tool in (WEATHER, CLOCK, CONVERT):
+        want = {"type": "function", "function": {"name": tool["name"], "description": tool["description"],
+                                                 "parameters": tool["input_schema"]}}
+        given = copy.deepcopy(tool)
+        got = _run(to_openai_tool, given, name="to_openai_tool", case=f"on the {tool['name']} tool")
+        if given != tool:
+            not_yet(f"to_openai_tool changed the tool it was given ({tool['name']}): build a new dict")
+        if not isinstance(got, Mapping):
+            wrong_kind(f"to_openai_tool returned {_kind(got)}; return a dict")
+        if got.get("type") != "function":
+            not_yet(f"on {tool['name']}: an OpenAI tool says what kind it is: \"type\": \"function\"; "
+                    f"yours has type {_show(got.get('type'))}")
+        function = got.get("function")
+        if not isinstance(function, Mapping):
+            not_yet(f"on {tool['name']}: the name, description and schema go inside \"function\"; yours has "
+                    f"{_show(sorted(got))} at the top")
+        if "input_schema" in function or function.get("parameters") != tool["input_schema"]:
+            not_yet(f"on {tool['name']}: OpenAI calls the schema \"parameters\" (Anthropic: \"input_schema\"); "
+                    f"keep it exactly as it is")
+        if dict(got) != want:
+            not_yet(f"on {tool['name']}: expected {_show(want, 70)}, got {_show(dict(got), 70)}")
+
+
+def _chunk(index: int, *, id: str | None = None, name: str | None = None, arguments: str = "") -> dict:
+    call: dict = {"index": index}
+    if id is not None:
+        call |= {"id": id, "type": "function"}
+    function: dict = {"arguments": arguments}
+    if name is not None:
+        function = {"name": name, "arguments": arguments}
+    call["function"] = function
+    return {"choices": [{"index": 0, "delta": {"tool_calls": [call]}, "finish_reason": None}]}
+
+
+def _stream(*pieces: dict, finish: str = "tool_calls") -> list[dict]:
+    first = {"choices": [{"index": 0, "delta": {"role": "assistant", "content": None}, "finish_reason": None}]}
+    last = {"choices": [{"index": 0, "delta": {}, "finish_reason": finish}]}
+    return [first, *pieces, last]
+
+
+def _cases() -> list[tuple[str, list[dict], list[dict]]]:
+    """(what, chunks, the calls they add up to) for the assembling check."""
+    two = _stream(_chunk(0, id="call_a", name="get_weather"), _chunk(0, arguments='{"ci'),
+                  _chunk(0, arguments='ty": "北京"}'), _chunk(1, id="call_b", name="get_weather"),
+                  _chunk(1, arguments='{"city": '), _chunk(1, arguments='"上海"}'))
+    interleaved = _stream(_chunk(0, id="call_a", name="calculate"), _chunk(1, id="call_b", name="get_current_time"),
+                          _chunk(0, arguments='{"expression": '), _chunk(1, arguments="{}"),
+                          _chunk(0, arguments='"(1024 + 768) * 2"}'))
+    empty = _stream(_chunk(0, id="call_c", name="get_current_time"))
+    broken = _stream(_chunk(0, id="call_d", name="get_weather"), _chunk(0, arguments='{"city": "Par'),
+                     finish="length")
+    return [
+        ("two calls, one after the other", two,
+         [{"id": "call_a", "name": "get_weather", "input": {"city": "北京"}},
+          {"id": "call_b", "name": "get_weather", "input": {"city": "上海"}}]),
+        ("two calls whose pieces take turns", interleaved,
+         [{"id": "call_a", "name": "calculate", "input": {"expression": "(1024 + 768) * 2"}},
+          {"id": "call_b", "name": "get_current_time", "input": {}}]),
+        ("a call without arguments", empty, [{"id": "call_c", "name": "get_current_time", "input": {}}]),
+        ("a call cut off mid-arguments", broken, [{"id": "call_d", "name": "get_weather", "input": None}]),
+    ]
+
+
+@_exercise("08", 2)
+def check_08_2(assemble_tool_calls: Any) -> None:
+    """`assemble_tool_calls(chunks)`: the tool calls a streamed OpenAI answer adds up to, in index order:
+    `{"id", "name", "input"}`, input the parsed arguments ({} when none came) or None if they never
+    became valid JSON."""
+    _check_callable(assemble_tool_calls, "assemble_tool_calls",
+                    "assemble_tool_calls(chunks) returns a list of {id, name, input}")
+    for what, chunks, want in _cases():
+        got = _run(assemble_tool_calls, copy.deepcopy(chunks), name="assemble_tool_calls", case=f"on {what}")
+        if not isinstance(got, list):
+            wrong_kind(f"assemble_tool_calls returned {_kind(got)}; return a list of dicts, one per call")
+        if got == want:
+            continue
+        if len(got) != len(want):
+            not_yet(f"on {what}: {len(got)} calls where there are {len(want)}: a call starts with the chunk that "
+                    "has its id and name; later pieces of it carry only its index")
+        for mine, right in zip(got, want):
+            if not isinstance(mine, Mapping):
+                wrong_kind(f"on {what}: each call should be a dict {{id, name, input}}, got {_kind(mine)}")
+            if (mine.get("id"), mine.get("name")) != (right["id"], right["name"]):
+                not_yet(f"on {what}: expected the call {right['id']} {right['name']}, got {mine.get('id')!r} "
+                        f"{mine.get('name')!r}: keep each index's id and name from its first chunk")
+            if mine.get("input") != right["input"]:
+                hint = ("the arguments never became valid JSON: say so with None, never guess the rest"
+                        if right["input"] is None else
+                        "no arguments came: that is {}" if right["input"] == {} else
+                        "join the argument pieces of each index separately, then json.loads the whole")
+                not_yet(f"on {what}: call {right['id']}'s input should be {_show(right['input'])}, yours was "
+                        f"{_show(mine.get('input'))}: {hint}")
+        not_yet(f"on {what}: expected {_show(want, 70)}, got {_show(got, 70)}")
+
+
+def _tool_turns() -> list[tuple[str, list[dict], list[dict]]]:
+    """(what, canonical messages, the OpenAI messages they become)."""
+    call = lambda i, name, input: {"type": "tool_use", "id": f"toolu_{i}", "name": name, "input": input}  # noqa: E731
+    result = lambda i, text: {"type": "tool_result", "tool_use_id": f"toolu_{i}", "content": text}  # noqa: E731
+    plain = [{"role": "user", "content": "Hello"}, {"role": "assistant", "content": "Hi! How can I help?"}]
+    demo = [
+        {"role": "user", "content": "北京和上海的天气怎么样？"},
+        {"role": "assistant", "content": [{"type": "text", "text": "我来查一下。"},
+                                          call(1, "get_weather", {"city": "北京"}),
+                                          call(2, "get_weather", {"city": "上海"})]},
+        {"role": "user", "content": [result(1, "北京：晴"), result(2, "上海：多云")]},
+    ]
+    demo_openai = [
+        {"role": "user", "content": "北京和上海的天气怎么样？"},
+        {"role": "assistant", "content": "我来查一下。", "tool_calls": [
+            {"id": "toolu_1", "type": "function",
+             "function": {"name": "get_weather", "arguments": json.dumps({"city": "北京"}, ensure_ascii=False)}},
+            {"id": "toolu_2", "type": "function",
+             "function": {"name": "get_weather", "arguments": json.dumps({"city": "上海"}, ensure_ascii=False)}}]},
+        {"role": "tool", "tool_call_id": "toolu_1", "content": "北京：晴"},
+        {"role": "tool", "tool_call_id": "toolu_2", "content": "上海：多云"},
+    ]
+    only_calls = [
+        {"role": "user", "content": [{"type": "text", "text": "What time is it?"}]},
+        {"role": "assistant", "content": [call(3, "get_current_time", {})]},
+        {"role": "user", "content": [result(3, "12:00"), {"type": "text", "text": "And in Tokyo?"}]},
+    ]
+    only_calls_openai = [
+        {"role": "user", "content": "What time is it?"},
+        {"role": "assistant", "content": None, "tool_calls": [
+            {"id": "toolu_3", "type": "function", "function": {"name": "get_current_time", "arguments": "{}"}}]},
+        {"role": "tool", "tool_call_id": "toolu_3", "content": "12:00"},
+        {"role": "user", "content": "And in Tokyo?"},
+    ]
+    return [("a plain conversation", plain, plain),
+            ("two tool calls answered in one user turn", demo, demo_openai),
+            ("a call with no text, and a question after its result", only_calls, only_calls_openai)]
+
+
+@_exercise("08", 3)
+def check_08_3(to_openai_messages: Any) -> None:
+    """`to_openai_messages(messages)`: canonical (Anthropic) messages as OpenAI chat messages."""
+    _check_callable(to_openai_messages, "to_openai_messages",
+                    "to_openai_messages(messages) returns the OpenAI messages list")
+    for what, messages, want in _tool_turns():
+        given = copy.deepcopy(messages)
+        got = _run(to_openai_messages, given, name="to_openai_messages", case=f"on {what}")
+        if given != messages:
+            not_yet(f"on {what}: to_openai_messages changed the messages it was given; build new ones")
+        if not isinstance(got, list):
+            wrong_kind(f"to_openai_messages returned {_kind(got)}; return a list of message dicts")
+        if got == want:
+            continue
+        if [_same_meaning(m) for m in got] == [_same_meaning(m) for m in want]:
+            continue  # arguments with other spacing or escapes, text as content parts: the API reads them the same
+        roles = [m.get("role") if isinstance(m, Mapping) else _kind(m) for m in got]
+        want_roles = [m["role"] for m in want]
+        if roles != want_roles:
+            not_yet(f"on {what}: the roles came out as {roles}, expected {want_roles}: each tool_result becomes "
+                    "its own \"tool\" message (with tool_call_id), in order, before any text of that turn")
+        for mine, right in zip(got, want):
+            if mine != right:
+                hint = ""
+                if right.get("tool_calls") and isinstance(mine, Mapping):
+                    calls = mine.get("tool_calls")
+                    if calls and isinstance(calls, list) and isinstance(calls[0], Mapping):
+                        arguments = (calls[0].get("function") or {}).get("arguments")
+                        if not isinstance(arguments, str):
+                            hint = ": a tool call's arguments are a JSON string (json.dumps), not a dict"
+                    if "content" not in mine:
+                        hint = hint or ": an assistant message with tool calls still has \"content\" (None if no text)"
+                elif right["role"] in ("user", "assistant") and isinstance(right.get("content"), str):
+                    hint = ": text blocks become a plain string"
+                not_yet(f"on {what}: expected {_show(right, 70)}, got {_show(mine, 70)}{hint}")
+
+
+def _same_meaning(message: Any) -> Any:
+    """A message as the API reads it: arguments parsed, a list of text parts joined into one string."""
+    if not isinstance(message, Mapping):
+        return message
+    out = dict(message)
+    content = out.get("content")
+    if isinstance(content, list) and all(isinstance(p, Mapping) and p.get("type") == "text" for p in content):
+        out["content"] = "".join(str(p.get("text", "")) for p in content)
+    calls = out.get("tool_calls")
+    if isinstance(calls, list) and all(isinstance(c, Mapping) and isinstance(c.get("function"), Mapping) for c in calls):
+        out["tool_calls"] = [{**c, "function": {**c["function"], "arguments": _json(c["function"].get("arguments"))}}
+                             for c in calls]
+    return out
+
+
+def _json(text: Any) -> Any:
+    try:
+        return json.loads(text) if isinstance(text, str) else ("not a string", text)
+    except ValueError:
+        return ("not JSON", text)
