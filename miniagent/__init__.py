@@ -11,6 +11,7 @@ consolidated versions live:
     wire.py           the border checks: request bytes, response shape, bounded records
     deadline.py       a time bound on a whole HTTP attempt, not just between two bytes
     streaming.py      server-sent events parsed by hand, and the message they add up to
+    providers.py      other providers: OpenAI Chat Completions translated at the edge; presets
     tools.py          a tool = JSON Schema + a function; the registry
     builtin_tools.py  weather, clock, a safe calculator
     loop.py           the ReAct loop with its budgets: the rules once, a sync and an async driver
@@ -38,6 +39,8 @@ _EXPORTS = {
     "APIKeyError": "client", "InvalidAPIKeyError": "client", "MalformedResponseError": "client",
     "StreamError": "client", "MessageStream": "client",
     "AsyncClient": "aclient", "connect_async": "aclient", "AsyncMessageStream": "aclient",
+    # providers
+    "PRESETS": "providers", "Preset": "providers", "OpenAIFormat": "providers", "AnthropicFormat": "providers",
     # streaming
     "SSEParser": "streaming", "ServerSentEvent": "streaming", "MessageAccumulator": "streaming",
     # messages

@@ -67,7 +67,11 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _missing_key_message() -> str:
+def _missing_key_message(err: Exception | None = None) -> str:
+    """What to do about a missing key: the Anthropic variables, or the chosen provider's (MINIAGENT_PROVIDER)."""
+    said = str(getattr(err, "message", "") or "")
+    if said and "ANTHROPIC_API_KEY" not in said:  # another provider: its error names its own variable
+        return f"miniagent: {said}. Export it first, or drop --live to run offline against the bundled mock."
     return ("miniagent: --live needs an API key, and ANTHROPIC_API_KEY is not set. Export one first "
             "(export ANTHROPIC_API_KEY=sk-ant-...), set ANTHROPIC_BASE_URL as well to use another "
             "endpoint, or drop --live to run offline against the bundled mock.")
@@ -197,8 +201,11 @@ def main(argv: list[str] | None = None, *, tools: ToolRegistry | list | None = N
     offline = True if args.offline else False if args.live else None
     try:
         client = connect(offline=offline, model=args.model)
-    except MissingAPIKeyError:
-        print(_missing_key_message(), file=sys.stderr)
+    except MissingAPIKeyError as err:
+        print(_missing_key_message(err), file=sys.stderr)
+        return 2
+    except ValueError as err:  # an unknown MINIAGENT_PROVIDER: the message lists the known ones
+        print(f"miniagent: {err}", file=sys.stderr)
         return 2
     except APIKeyError as err:  # e.g. a key with a space inside; the message never shows the key
         print(f"miniagent: {err}", file=sys.stderr)

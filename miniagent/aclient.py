@@ -96,7 +96,8 @@ class AsyncClient(ClientCore):
             return events.message
         if on_event is not None:
             raise TypeError(ON_EVENT_NEEDS_STREAM)
-        response = await self._post("/v1/messages", self.body(messages, **kwargs), wire.message_problem)
+        payload = await self._post(self.format.path, self.body(messages, **kwargs), self.format.problem)
+        response = self.format.message(payload)  # the Messages API's own, or translated (providers.py)
         self.usage.add(response["usage"])
         return response
 
@@ -108,7 +109,7 @@ class AsyncClient(ClientCore):
                            tools: list[dict] | None = None) -> int:
         """Input tokens this conversation would cost (the API's /v1/messages/count_tokens)."""
         body = self._count_body(messages, system, tools)
-        return (await self._post("/v1/messages/count_tokens", body, wire.count_problem))["input_tokens"]
+        return (await self._post(self.format.count_path, body, wire.count_problem))["input_tokens"]
 
     # Sending, with retries --------------------------------------------------------
 
@@ -206,7 +207,7 @@ class AsyncMessageStream(StreamCore):
             return
         self._state = "opening"
         try:
-            await self.client._attempts("/v1/messages", self.body, self._attempt)
+            await self.client._attempts(self.client.format.path, self.body, self._attempt)
         except BaseException:
             self._state = "failed"
             await self._close_response()
@@ -287,10 +288,10 @@ class AsyncMessageStream(StreamCore):
 
 
 def connect_async(*, offline: bool | None = None, model: str | None = None, quiet: bool = False,
-                  **kwargs: Any) -> AsyncClient:
-    """`connect()` for asyncio: the same environment rules and the same line printed, an AsyncClient.
+                  provider: str | None = None, **kwargs: Any) -> AsyncClient:
+    """`connect()` for asyncio: the same environment rules, providers and line printed, an AsyncClient.
 
     Offline, it talks to the mock in-process through `MockAPI().async_transport()`.
     """
     return from_environment(AsyncClient, lambda mock: mock.async_transport(), offline=offline, model=model,
-                            quiet=quiet, **kwargs)
+                            quiet=quiet, provider=provider, **kwargs)

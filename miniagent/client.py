@@ -87,7 +87,8 @@ class Client(ClientCore):
             return events.message
         if on_event is not None:
             raise TypeError(ON_EVENT_NEEDS_STREAM)
-        response = self._post("/v1/messages", self.body(messages, **kwargs), wire.message_problem)
+        payload = self._post(self.format.path, self.body(messages, **kwargs), self.format.problem)
+        response = self.format.message(payload)  # the Messages API's own, or translated (providers.py)
         self.usage.add(response["usage"])
         return response
 
@@ -107,7 +108,7 @@ class Client(ClientCore):
     def count_tokens(self, messages: list[dict], *, system: Any = None, tools: list[dict] | None = None) -> int:
         """Input tokens this conversation would cost (the API's /v1/messages/count_tokens)."""
         body = self._count_body(messages, system, tools)
-        return self._post("/v1/messages/count_tokens", body, wire.count_problem)["input_tokens"]
+        return self._post(self.format.count_path, body, wire.count_problem)["input_tokens"]
 
     # Sending, with retries --------------------------------------------------------
 
@@ -222,7 +223,7 @@ class MessageStream(StreamCore):
             return
         self._state = "opening"
         try:
-            self.client._attempts("/v1/messages", self.body, self._attempt)
+            self.client._attempts(self.client.format.path, self.body, self._attempt)
         except BaseException:
             self._state = "failed"
             self._close_response()
@@ -308,7 +309,8 @@ class MessageStream(StreamCore):
 # --- offline or live --------------------------------------------------------------
 
 
-def connect(*, offline: bool | None = None, model: str | None = None, quiet: bool = False, **kwargs: Any) -> Client:
+def connect(*, offline: bool | None = None, model: str | None = None, quiet: bool = False,
+            provider: str | None = None, **kwargs: Any) -> Client:
     """A Client for the mock API or the real one, chosen from the environment.
 
     - `MINIAGENT_OFFLINE=1` (or `offline=True`): the bundled mock, whatever keys are set;
@@ -316,6 +318,11 @@ def connect(*, offline: bool | None = None, model: str | None = None, quiet: boo
       at `python -m miniagent.mock` runs the live code path against the mock over HTTP);
     - else: the mock, with a note saying how to go live.
     `MINIAGENT_MODEL` picks the model. Prints one line saying which it picked.
+
+    `provider="deepseek"` (or `MINIAGENT_PROVIDER=deepseek`) picks another provider from
+    `providers.PRESETS`: its key variable (DEEPSEEK_API_KEY) replaces ANTHROPIC_API_KEY
+    above, and its base URL, default model and format (OpenAI Chat Completions or the
+    Messages API) come with it. Local servers (ollama, vllm) need no key.
     """
     return from_environment(Client, lambda mock: mock.transport(), offline=offline, model=model, quiet=quiet,
-                            **kwargs)
+                            provider=provider, **kwargs)

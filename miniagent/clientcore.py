@@ -15,7 +15,12 @@ against both.
   redaction and records; the base class of both clients.
 - `StreamCore`: the same for one streamed call (events into the accumulator, how far a
   broken stream got, its record); the base class of both stream objects.
-- `from_environment`: `connect()` and `connect_async()`'s choice of offline or live.
+- `from_environment`: `connect()` and `connect_async()`'s choice of offline or live, and of
+  the provider (`providers.PRESETS`).
+
+What differs between the Messages API and OpenAI-compatible APIs (the path, the auth
+header, the translation of requests, responses, stream chunks and errors) is one
+`format` object from `providers.py`; everything here asks it and stays the same.
 """
 
 from __future__ import annotations
@@ -31,10 +36,10 @@ from typing import TYPE_CHECKING, Any, Callable, Iterator
 
 import httpx
 
-from miniagent import deadline, wire
+from miniagent import deadline, providers, wire
 from miniagent.errors import (APIConnectionError, APIError, APITimeoutError, InvalidAPIKeyError,
-                              MalformedResponseError, MissingAPIKeyError, RequestEncodingError, ResponseTooLargeError,
-                              StreamError, error_class, is_retryable, retry_after_seconds)
+                              MalformedResponseError, MissingAPIKeyError, NotFoundError, RequestEncodingError,
+                              ResponseTooLargeError, StreamError, error_class, is_retryable, retry_after_seconds)
 
 if TYPE_CHECKING:
     from miniagent.streaming import MessageAccumulator, SSEParser
@@ -43,6 +48,7 @@ DEFAULT_MODEL = "claude-sonnet-5-5"  # MINIAGENT_MODEL overrides it
 DEFAULT_BASE_URL = "https://api.anthropic.com"
 OFFLINE_BASE_URL = "http://miniagent-mock.invalid"  # .invalid: nothing leaves the machine
 OFFLINE_API_KEY = "mock-key"
+NO_KEY = "no-key"  # local servers (Ollama, vLLM) need no key, but the header must hold something
 API_VERSION = "2023-06-01"
 REDACTED = "<redacted>"
 MAX_RESPONSE_BYTES = 32 * 1024 * 1024  # far above any real answer (128k tokens of text is ~0.5 MB)
@@ -151,8 +157,12 @@ class ClientCore:
                  model: str = DEFAULT_MODEL, max_tokens: int = 1024, api_version: str = API_VERSION,
                  timeout: float = 60.0, max_retries: int = 2, max_retry_wait: float = 60.0,
                  max_response_bytes: int = MAX_RESPONSE_BYTES, stream_timeout: float = STREAM_TIMEOUT,
-                 sleep: Callable[[float], Any], mode: str = "live", mock: Any = None, history: int = 50):
+                 sleep: Callable[[float], Any], mode: str = "live", mock: Any = None, history: int = 50,
+                 format: providers.AnthropicFormat | providers.OpenAIFormat | None = None,
+                 provider: str = "anthropic", key_env: str = "ANTHROPIC_API_KEY"):
         self._api_key = checked_key(api_key)
+        self.format = format or providers.AnthropicFormat()  # the wire format: Messages API or Chat Completions
+        self.provider, self.key_env = provider, key_env  # for messages: which preset, which variable holds the key
         self._key_pattern = re.compile(rf"(?<![\w-]){re.escape(self._api_key)}(?![\w-])")
         self.base_url = base_url.rstrip("/")
         self.model = model
@@ -179,8 +189,7 @@ class ClientCore:
     # The request ------------------------------------------------------------------
 
     def headers(self) -> dict[str, str]:
-        return {"x-api-key": self._api_key, "anthropic-version": self.api_version,
-                "content-type": "application/json"}
+        return self.format.headers(self._api_key, self.api_version)
 
     def body(self, messages: list[dict], *, system: str | list | None = None, tools: list[dict] | None = None,
              tool_choice: dict | None = None, max_tokens: int | None = None,
@@ -204,6 +213,9 @@ class ClientCore:
         return {**self.body(messages, **kwargs), "stream": True}
 
     def _count_body(self, messages: list[dict], system: Any, tools: list[dict] | None) -> dict:
+        if self.format.count_path is None:
+            raise TypeError(f"count_tokens is the Messages API's {providers.AnthropicFormat.count_path}; the "
+                            f"{self.format.api_name} API has no such endpoint (miniagent.tokens estimates offline)")
         body = self.body(messages, system=system, tools=tools)
         body.pop("max_tokens")
         return body
@@ -221,6 +233,11 @@ class ClientCore:
     def _prepare(self, path: str, body: dict) -> tuple[str, bytes, dict]:
         """The URL, the bytes to send, and the redacted snapshot every attempt's record shares."""
         url = self.base_url + path
+        try:
+            body = self.format.request(body)  # translated at the edge (the Messages API's is the body itself)
+        except (ValueError, KeyError, TypeError, AttributeError) as exc:
+            raise RequestEncodingError(f"the request cannot be put in the {self.format.api_name} format: "
+                                       f"{exc!r}", type="request_encoding") from None
         try:
             content = wire.encode_body(body)
         except ValueError as exc:
@@ -266,7 +283,7 @@ class ClientCore:
                                             f"({type(exc).__name__})", type="timeout")
         else:
             err = APIConnectionError(f"{type(exc).__name__}: {self._scrub(str(exc))}", type="connection_error")
-        return _Retryable(err, response)
+        return _Retryable(self._hinted(err), response)
 
     # Responses --------------------------------------------------------------------
 
@@ -315,25 +332,34 @@ class ClientCore:
         if why is None:
             return payload
         seen = raw[:300].decode("utf-8", "replace")
-        raise self._malformed(response, f"not a Messages API response: {why}; the body began: {seen!r}")
+        raise self._malformed(response, f"not a {self.format.api_name} response: {why}; the body began: {seen!r}")
 
     def _malformed(self, response: httpx.Response, why: str,
                    cls: type[MalformedResponseError] = MalformedResponseError) -> MalformedResponseError:
         kind = "response_too_large" if cls is ResponseTooLargeError else "malformed_response"
-        return cls(self._scrub(why), type=kind, status=response.status_code,
-                   request_id=response.headers.get("request-id"))
+        return self._hinted(cls(self._scrub(why), type=kind, status=response.status_code,
+                                request_id=response.headers.get(self.format.request_id_header)))
 
     def _error_from(self, response: httpx.Response, payload: Any, raw: bytes) -> APIError:
-        error = payload.get("error") if isinstance(payload, dict) else None
-        if isinstance(error, dict):
-            message, kind = _clip(str(error.get("message", "")), 2000), _clip(str(error.get("type", "")), 100)
+        fields = self.format.error_fields(payload)  # (message, type), read where this API puts them
+        if fields is not None:
+            message, kind = _clip(fields[0], 2000), _clip(fields[1], 100)
         else:
             text = raw[:300].decode("utf-8", "replace")
             message, kind = f"HTTP {response.status_code}: {_clip(text)}", "http_error"
         cls = error_class(response.status_code)
-        return cls(self._scrub(message), type=kind, status=response.status_code,
-                   request_id=response.headers.get("request-id"),
-                   retry_after=retry_after_seconds(response.headers))
+        return self._hinted(cls(self._scrub(message), type=kind, status=response.status_code,
+                                request_id=response.headers.get(self.format.request_id_header),
+                                retry_after=retry_after_seconds(response.headers)))
+
+    def _hinted(self, err: APIError) -> APIError:
+        """`err` with a hint that names this provider's variables (the hints are written for Anthropic's)."""
+        if self.format.name == "openai":
+            err.hint = providers.OpenAIFormat.hint_404 if isinstance(err, NotFoundError) else \
+                err.hint.replace("Messages API", self.format.api_name)
+        if self.key_env != "ANTHROPIC_API_KEY":
+            err.hint = err.hint.replace("ANTHROPIC_API_KEY", self.key_env).replace("ANTHROPIC_BASE_URL", "the base URL")
+        return err
 
     # Secrets: redacted where they can be (headers, error text, records of errors) -----
 
@@ -382,7 +408,7 @@ class StreamCore:
         self.client, self.body = client, body
         self.parser: SSEParser = streaming.SSEParser()
         self.accumulator: MessageAccumulator = streaming.MessageAccumulator()
-        self._decode = streaming.decode_event
+        self._translator = client.format.translator()  # SSE events -> Messages API events (see providers.py)
         self.message: dict | None = None
         self._state = "new"  # new -> opening -> open -> done | failed | closed
         self._response: httpx.Response | None = None
@@ -480,20 +506,28 @@ class StreamCore:
         """The events `chunk` completes, each taken into the accumulator as it is handed out; b"" is the end."""
         if not chunk:
             self.parser.close()
+            for event in self._translated(self._translator.end):  # an OpenAI stream may end without [DONE]
+                yield self._take(event)
+            if self._state != "open":
+                return
             ended = "ended before message_stop" + (", in the middle of an event" if self.parser.unfinished else "")
             raise self._broken(self._stream_error("stream_incomplete", ended))
         for sse in self.parser.feed(chunk):
-            yield self._take(sse)
-            if self._state != "open":  # message_stop came: whatever follows is not read
-                return
+            for event in self._translated(self._translator.events, sse):
+                yield self._take(event)
+                if self._state != "open":  # message_stop came: whatever follows is not read
+                    return
 
-    def _take(self, sse: Any) -> dict:
-        """One parsed SSE event into the accumulator; the event dict for the caller."""
+    def _translated(self, step: Callable[..., list[dict]], *sse: Any) -> list[dict]:
+        """The Messages API events an SSE event stands for (one, for the Messages API itself)."""
         try:
-            event = self._decode(sse)
+            return step(*sse)
         except MalformedResponseError as exc:
             raise self._broken(MalformedResponseError(f"{exc.message}, {self.accumulator.progress()}",
                                                       type=exc.type)) from None
+
+    def _take(self, event: dict) -> dict:
+        """One event into the accumulator; the event dict for the caller."""
         try:
             self.accumulator.add(event)
         except APIError as exc:
@@ -518,12 +552,13 @@ class StreamCore:
     def _broken(self, err: APIError) -> APIError:
         """`err` made ready for the caller (request id, the message so far, no key), and recorded."""
         client, response = self.client, self._response
+        client._hinted(err)
         err.message = client._scrub(err.message)
         err.args = (err.message,)
         if err.partial is None:
             err.partial = self.accumulator.snapshot()
         if response is not None:
-            err.request_id = err.request_id or response.headers.get("request-id")
+            err.request_id = err.request_id or response.headers.get(client.format.request_id_header)
             if isinstance(err, MalformedResponseError):
                 err.status = response.status_code
         partial = None if err.partial is None else client._record_of(err.partial, b"", secret=True)
@@ -555,34 +590,61 @@ class StreamCore:
 
 
 def from_environment(client_class: Callable[..., Any], mock_transport: Callable[[Any], Any], *,
-                     offline: bool | None, model: str | None, quiet: bool, **kwargs: Any) -> Any:
+                     offline: bool | None, model: str | None, quiet: bool, provider: str | None = None,
+                     **kwargs: Any) -> Any:
     """A client for the mock API or the real one, chosen from the environment (see `client.connect`).
 
     `client_class` is Client or AsyncClient, and `mock_transport(mock)` the matching
-    in-process transport of the mock.
+    in-process transport of the mock. `provider` (else MINIAGENT_PROVIDER, else
+    "anthropic") names a preset in `providers.PRESETS`: base URL, key variable, default
+    model and format. Offline, the mock answers on the same format's endpoint.
     """
+    name = provider or os.environ.get("MINIAGENT_PROVIDER", "").strip() or "anthropic"
+    preset = providers.preset(name)
     env_offline = os.environ.get("MINIAGENT_OFFLINE", "").lower() in ("1", "true", "yes")
-    key = os.environ.get("ANTHROPIC_API_KEY", "").strip()
-    model = model or os.environ.get("MINIAGENT_MODEL") or DEFAULT_MODEL
+    key_env, needs_key = preset.key_env or "", not preset.key_optional
+    key = os.environ.get(key_env, "").strip() if key_env else ""
+    model = model or os.environ.get("MINIAGENT_MODEL") or preset.model or DEFAULT_MODEL
+    base_url = kwargs.pop("base_url", None)
+    settings = {"format": preset.wire_format(), "provider": name, "key_env": key_env or f"the {name} server's key", **kwargs}
+    label = "" if name == "anthropic" else f" · {name}"
     if offline is None:
-        offline = env_offline or not key
+        offline = env_offline or (needs_key and not key)
     if offline:
-        from miniagent.mock import MockAPI  # imported here: live use never loads the mock
-
-        mock = MockAPI()
-        client = client_class(api_key=OFFLINE_API_KEY, base_url=OFFLINE_BASE_URL, model=model, mode="offline",
-                              transport=mock_transport(mock), mock=mock, **kwargs)
-        why = "" if env_offline or key else " (no ANTHROPIC_API_KEY set; set one to go live)"
+        mock = _mock_for(name, model)
+        where = OFFLINE_BASE_URL + ("/v1" if preset.format == "openai" else "")  # the mock's /v1/chat/completions
+        client = client_class(api_key=OFFLINE_API_KEY, base_url=where, model=model, mode="offline",
+                              transport=mock_transport(mock), mock=mock, **settings)
+        why = "" if env_offline or key or not needs_key else f" (no {key_env} set; set one to go live)"
         if not quiet:
-            print(f"offline (mock API) · model {model}{why}")
+            print(f"offline (mock API){label} · model {model}{why}")
         return client
-    if not key:
-        raise MissingAPIKeyError("live mode needs an API key, and ANTHROPIC_API_KEY is not set",
-                                 type="missing_api_key")
-    key = checked_key(key, "ANTHROPIC_API_KEY")
-    base_url = os.environ.get("ANTHROPIC_BASE_URL") or DEFAULT_BASE_URL
-    client = client_class(api_key=key, base_url=base_url, model=model, mode="live", **kwargs)
+    if needs_key and not key:
+        if name == "anthropic":
+            raise MissingAPIKeyError("live mode needs an API key, and ANTHROPIC_API_KEY is not set",
+                                     type="missing_api_key")
+        raise MissingAPIKeyError(f"live mode with {name} needs an API key, and {key_env} is not set",
+                                 type="missing_api_key",
+                                 hint=f"Set {key_env} (export {key_env}=... before `make lab`, or "
+                                      f"os.environ['{key_env}'] = ... in a cell), or work offline with MINIAGENT_OFFLINE=1.")
+    key = checked_key(key, key_env) if key else NO_KEY
+    base_url = base_url or (os.environ.get(preset.base_env) if preset.base_env else None) or preset.base_url
+    client = client_class(api_key=key, base_url=base_url, model=model, mode="live", **settings)
     if not quiet:
-        where = "" if base_url == DEFAULT_BASE_URL else f" at {base_url}"
-        print(f"live{where} · model {model}")
+        where = "" if base_url == preset.base_url else f" at {base_url}"
+        print(f"live{where}{label} · model {model}")
     return client
+
+
+def _mock_for(provider: str, model: str) -> Any:
+    """The mock API for an offline client. Its Messages API serves the catalog's Claude models only
+    (a typo is a 404, as live); another provider's Anthropic-compatible endpoint serves that
+    provider's names, so its mock serves `model` too."""
+    from miniagent.mock import MockAPI, models  # imported here: live use never loads the mock
+
+    if provider != "anthropic":
+        try:
+            return MockAPI(models=[*models.MODELS, model])
+        except ValueError:  # the catalog has that name already
+            pass
+    return MockAPI()

@@ -488,9 +488,12 @@ def main(argv: list[str] | None = None) -> int:
     try:
         factory = default_agent_factory(offline=True if args.offline else False if args.live else None,
                                 model=args.model, quiet=False)
-    except MissingAPIKeyError:
-        print("miniagent serve: --live needs ANTHROPIC_API_KEY; export it, or drop --live to serve offline",
-              file=sys.stderr)
+    except MissingAPIKeyError as err:  # names the chosen provider's variable (MINIAGENT_PROVIDER)
+        print(f"miniagent serve: {getattr(err, 'message', '') or 'an API key is missing'}; export it, "
+              "or drop --live to serve offline", file=sys.stderr)
+        return 2
+    except ValueError as err:  # an unknown MINIAGENT_PROVIDER: the message lists the known ones
+        print(f"miniagent serve: {err}", file=sys.stderr)
         return 2
     except APIKeyError as err:  # the message never shows the key
         print(f"miniagent serve: {err}", file=sys.stderr)

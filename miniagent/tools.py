@@ -46,6 +46,9 @@ from .messages import clean_text, safe_str, tool_result
 # fullmatch: with match, `$` also matches before a final newline ("get_weather\n").
 NAME_PATTERN = re.compile(r"[a-zA-Z0-9_-]{1,128}")
 DEFAULT_TIMEOUT = 10.0
+# A tool call whose arguments were not JSON at all (a model's slip, seen on OpenAI-compatible APIs)
+# arrives as {UNPARSED_ARGUMENTS: "the text"} (providers.parse_arguments), and is answered with an error.
+UNPARSED_ARGUMENTS = "_unparsed_arguments"
 DEFAULT_MAX_OUTPUT_CHARS = 8_000
 # Waits are sliced this short so Ctrl-C is noticed at once: a plain blocking wait is not
 # interrupted on Windows, nor by `_thread.interrupt_main()`.
@@ -598,6 +601,10 @@ class ToolRegistry:
         if chosen is None:
             known = ", ".join(self._tools) or "(none)"
             return None, None, (True, f"Error: unknown tool {name!r}. Available tools: {known}. Call one of these instead.")
+        if isinstance(args, dict) and list(args) == [UNPARSED_ARGUMENTS]:
+            return None, None, (True, f"Error: the arguments for {name} were not valid JSON: "
+                                      f"{_show(args[UNPARSED_ARGUMENTS])}. Call {name} again with its "
+                                      "arguments as one JSON object.")
         problems = validate_arguments(chosen.input_schema, args)
         if problems:
             listed = "\n".join(f"- {p}" for p in problems)

@@ -185,3 +185,13 @@ def test_subprocess_live_without_key():
 def test_subprocess_bad_flag():
     proc = run_cli("--nope")
     assert proc.returncode == 2 and "usage: python -m miniagent" in proc.stderr
+
+
+@pytest.mark.parametrize("provider, words", [("deepseek", "DEEPSEEK_API_KEY is not set"),
+                                             ("nope", "unknown provider 'nope'; choose one of: anthropic")])
+def test_another_provider_without_its_key_or_an_unknown_one_is_a_clear_message(monkeypatch, capsys, provider, words):
+    monkeypatch.setenv("MINIAGENT_PROVIDER", provider)
+    monkeypatch.delenv("DEEPSEEK_API_KEY", raising=False)
+    assert main(["--live", "Hello"]) == 2
+    err = capsys.readouterr().err
+    assert words in err and "Traceback" not in err

@@ -36,11 +36,17 @@ TOOLS = json.dumps({**BODY, "tools": [{"name": "get_weather", "description": "We
                                        "input_schema": {"type": "object", "properties": {"city": {"type": "string"}}}}],
                     "messages": [{"role": "user", "content": "Weather in Paris and Tokyo?"}]}).encode()
 STREAMED = TOOLS[:-1] + b', "stream": true}'  # answered with a chunked stream of events
+CHAT = json.dumps({"model": "gpt-4o", "messages": [{"role": "user", "content": "Weather in Paris and Tokyo?"}],
+                   "tools": [{"type": "function", "function": {"name": "get_weather", "parameters": {
+                       "type": "object", "properties": {"city": {"type": "string"}}}}}]}).encode()
+CHAT_STREAMED = CHAT[:-1] + b', "stream": true, "stream_options": {"include_usage": true}}'
+EMBED = b'{"model": "text-embedding-3-small", "input": ["hello", "weather"], "dimensions": 32}'
 CONTROL_BODIES = [b'{"status": 429}', b'{"status": 529, "times": 3}', b'[{"content": "scripted"}]', b'{"delay": 1e999}',
                   b'{"status": 429, "times": 1000000000000}', b'{"responses": 5}', b'null', b"[" * 3_000]
 # Mostly plausible, so that most requests reach the API's own gates, validation and the brain.
 # No /_mock/reset: the records must fill up to their bounds for the memory check to mean anything.
-PATHS = ["/v1/messages"] * 20 + ["/v1/messages/count_tokens"] * 6 + [
+PATHS = ["/v1/messages"] * 20 + ["/v1/messages/count_tokens"] * 6 + ["/v1/chat/completions"] * 8 + [
+    "/v1/embeddings"] * 3 + ["/chat/completions", 
     "/_mock/requests", "/_mock/script", "/_mock/fault", "/", "/v1/models", "/v1/messages?beta=true",
     "//v1/messages", "/%00", "/v1/messages/../../etc/passwd", "*", "http://mock/v1/messages"]
 METHODS = ["POST"] * 20 + ["GET", "DELETE", "PUT", "PATCH", "OPTIONS", "HEAD", "BREW", "post", "G\x00T"]
@@ -56,6 +62,8 @@ def junk(rng: random.Random, size: int) -> bytes:
 def body_for(rng: random.Random, path: str) -> bytes:
     kind = rng.randrange(15)
     if kind < 3 or kind > 9:
+        if "chat" in path or "embeddings" in path:
+            return EMBED if "embeddings" in path else rng.choice([CHAT, CHAT_STREAMED])
         return COUNT if path.endswith("count_tokens") else rng.choice([VALID, TOOLS, STREAMED])
     if kind == 3:
         return rng.choice(CONTROL_BODIES)
@@ -75,8 +83,8 @@ def body_for(rng: random.Random, path: str) -> bytes:
 
 def headers_for(rng: random.Random, body: bytes) -> list[bytes]:
     lines = []
-    if rng.random() < 0.9:
-        lines.append(b"x-api-key: sk-fuzz-key")
+    if rng.random() < 0.9:  # either way of sending a key (an OpenAI client sends a Bearer one)
+        lines.append(rng.choice([b"x-api-key: sk-fuzz-key", b"authorization: Bearer sk-fuzz-key"]))
     if rng.random() < 0.9:
         lines.append(b"anthropic-version: " + rng.choice([b"2023-06-01", b"2026-10-21"] * 3 + [b"1999-01-01", b""]))
     if rng.random() < 0.15:
@@ -167,13 +175,27 @@ def check(answer: Answer | None, data: bytes) -> None:
     if not answer.whole:  # cut short, as the request's x-mock-fault asked
         return
     if answer.headers.get("transfer-encoding") == "chunked":  # a stream: the API's events, to the end
-        assert answer.status == 200 and answer.body.startswith(b"event: message_start\n"), answer
+        assert answer.status == 200, answer
+        if answer.body.startswith(b"data: "):  # OpenAI's: data-only chunks, then [DONE] (or its error chunk)
+            assert answer.body.endswith((b"data: [DONE]\n\n", b'"type":"server_error","param":null,"code":null}}\n\n'))
+            return
+        assert answer.body.startswith(b"event: message_start\n"), answer
         assert answer.body.endswith((b'data: {"type":"message_stop"}\n\n', b'"message":"Overloaded"}}\n\n'))
         return
     if answer.status >= 400 and not head:
-        message = answer.error()[2]
+        message = error_message(answer)
         assert "Internal error in the mock" not in message and "the mock failed to answer" not in message
     assert answer.status != 500 or b"x-mock-fault: 500" in data, (data[:300], answer)
+
+
+def error_message(answer: Answer) -> str:
+    """The message of an error in either API's shape (OpenAI's: only `error`, with four keys)."""
+    data = json.loads(answer.body) if answer.headers.get("content-type") == "application/json" else None
+    if isinstance(data, dict) and set(data) == {"error"}:
+        assert set(data["error"]) == {"message", "type", "param", "code"}, data
+        assert answer.headers["x-request-id"].startswith("req_mock"), answer
+        return data["error"]["message"]
+    return answer.error()[2]
 
 
 def send(port: int, data: bytes, abandon: bool) -> None:

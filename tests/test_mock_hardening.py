@@ -471,7 +471,10 @@ def test_handle_never_raises_for_any_input(method, path, headers, body):
     assert 200 <= reply.status <= 599 or reply.drop
     if reply.status >= 400:
         data = json.loads(reply.body)
-        assert data["type"] == "error" and set(data["error"]) == {"type", "message"}
+        if set(data) == {"error"}:  # OpenAI's shape: an OpenAI client (Bearer, no anthropic-version; openai_wire.py)
+            assert set(data["error"]) == {"message", "type", "param", "code"}
+        else:
+            assert data["type"] == "error" and set(data["error"]) == {"type", "message"}
         assert "Internal error in the mock" not in data["error"]["message"]
         assert "the mock failed to answer" not in data["error"]["message"]
     assert reply.delay <= 60

@@ -29,6 +29,8 @@ def check_08_1(to_openai_tool: Any) -> None:
                                                  "parameters": tool["input_schema"]}}
         given = copy.deepcopy(tool)
         got = _run(to_openai_tool, given, name="to_openai_tool", case=f"on the {tool['name']} tool")
+        if got is None:
+            not_yet("to_openai_tool returned None: build and return the OpenAI tool dict")
         if given != tool:
             not_yet(f"to_openai_tool changed the tool it was given ({tool['name']}): build a new dict")
         if not isinstance(got, Mapping):
@@ -96,6 +98,8 @@ def check_08_2(assemble_tool_calls: Any) -> None:
                     "assemble_tool_calls(chunks) returns a list of {id, name, input}")
     for what, chunks, want in _cases():
         got = _run(assemble_tool_calls, copy.deepcopy(chunks), name="assemble_tool_calls", case=f"on {what}")
+        if got is None:
+            not_yet(f"assemble_tool_calls returned None on {what}: return the list of calls")
         if not isinstance(got, list):
             wrong_kind(f"assemble_tool_calls returned {_kind(got)}; return a list of dicts, one per call")
         if got == want:
@@ -166,6 +170,8 @@ def check_08_3(to_openai_messages: Any) -> None:
     for what, messages, want in _tool_turns():
         given = copy.deepcopy(messages)
         got = _run(to_openai_messages, given, name="to_openai_messages", case=f"on {what}")
+        if got is None:
+            not_yet(f"to_openai_messages returned None on {what}: return the list of messages")
         if given != messages:
             not_yet(f"on {what}: to_openai_messages changed the messages it was given; build new ones")
         if not isinstance(got, list):

@@ -1,4 +1,5 @@
-"""The strict offline mock of the Anthropic Messages API.
+"""The strict offline mock of the Anthropic Messages API (and, with the same brain, OpenAI's
+Chat Completions, embeddings and model list: openai_chat.py, embeddings.py).
 
 `MockAPI` holds the behaviour (validation, brain, scripts, faults, pacing, records;
 every answer plain or streamed) and is used in-process through `mock.transport()`;

@@ -1,7 +1,8 @@
 """`python -m miniagent.mock --port N`: the mock API as a real HTTP server.
 
-Point any client at it, e.g. `Anthropic(base_url="http://127.0.0.1:N", api_key="anything")`
-or curl. The first line printed is `miniagent mock API listening on http://HOST:PORT`
+Point any client at it, e.g. `Anthropic(base_url="http://127.0.0.1:N", api_key="anything")`,
+`OpenAI(base_url="http://127.0.0.1:N/v1", api_key="anything")` (Chat Completions, embeddings,
+models: the same brain in OpenAI's shapes) or curl. The first line printed is `miniagent mock API listening on http://HOST:PORT`
 (scripts read the port from it when started with `--port 0`); after that, one line
 per request goes to stderr (method, path, status: never a header, so never a key).
 
@@ -31,19 +32,21 @@ from miniagent.mock.server import MockHTTPServer
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m miniagent.mock",
-                                     description="A strict, deterministic offline mock of the Anthropic Messages API.")
+                                     description="A strict, deterministic offline mock of the Anthropic Messages API, "
+                                                 "which speaks OpenAI's Chat Completions and embeddings too.")
     parser.add_argument("--port", type=int, default=0, help="port to listen on (0: pick a free one; default 0)")
     parser.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1)")
     parser.add_argument("--api-key", action="append", dest="api_keys", metavar="KEY",
                         help="accept only this key (repeatable); default: any non-empty key")
     parser.add_argument("--script", metavar="FILE.json",
                         help='responses to queue: a JSON list, or {"responses": [...], "repeat": true}')
-    parser.add_argument("--fail", type=int, default=0, metavar="N", help="fail the first N /v1/messages calls")
+    parser.add_argument("--fail", type=int, default=0, metavar="N", help="fail the first N model calls (/v1/messages, /v1/chat/completions)")
     parser.add_argument("--fail-status", type=int, default=529, metavar="STATUS",
                         help="status for --fail (default 529 overloaded)")
     parser.add_argument("--flaky", type=float, default=0.0, metavar="RATE",
-                        help="fail each /v1/messages and count_tokens call with probability RATE (0 to <1) with a "
-                             "429 or 529, never more than 2 in a row (default 0: never)")
+                        help="fail each API call (messages, count_tokens, chat completions, embeddings) with "
+                             "probability RATE (0 to <1) with a 429 or 529 (OpenAI's 503 on its surfaces), never more "
+                             "than 2 in a row (default 0: never)")
     parser.add_argument("--seed", type=int, default=0, metavar="N", help="seed of the --flaky pattern (default 0)")
     parser.add_argument("--first-token", type=float, default=0.0, metavar="SECONDS",
                         help="pace answers: seconds before the first token (0 to 60; default 0)")

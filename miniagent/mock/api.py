@@ -28,6 +28,14 @@ a stream's pieces from the same estimate, so the same requests give the same byt
 `GET /v1/models` and `GET /v1/models/{model_id}` answer from the same catalog
 (models.py); `MockAPI(models=...)` replaces it.
 
+The mock speaks OpenAI's API too, with the same brain: `POST /v1/chat/completions`
+(openai_chat.py translates the request to the canonical Messages form and the answer
+back, openai_stream.py streams it), `POST /v1/embeddings` (embeddings.py), and
+`GET /v1/models` in OpenAI's list shape when the request comes from an OpenAI client
+(`Authorization: Bearer` and no `anthropic-version`; openai_wire.py). Its errors have
+OpenAI's shape; scripts, faults, pacing and records work there as here (a script is
+written once, in the Messages form, and comes out translated).
+
 Control endpoints (mock-only, never recorded, no request id used): `POST /_mock/script`,
 `POST /_mock/fault`, `POST /_mock/pace`, `GET /_mock/requests`, `DELETE /_mock/requests`,
 `POST /_mock/reset`.
@@ -56,12 +64,13 @@ from urllib.parse import urlsplit
 import httpx
 
 from miniagent.mock import brain as _brain
-from miniagent.mock import cors, safejson, stream
+from miniagent.mock import cors, embeddings, openai_chat, openai_stream, openai_wire, safejson, stream
 from miniagent.mock.caching import PromptCache
 from miniagent.mock.thinking import output_tokens
 from miniagent.mock.faults import (DEFAULT_RETRY_AFTER, MAX_RETRY_AFTER, Fault, FaultQueue, Flaky, is_error_status,
                                    make_fault, parse_fault_header, script_fault, seconds)
 from miniagent.mock.models import MODELS_PATH, Catalog, catalog_from
+from miniagent.mock.openai_wire import CHAT_PATH, EMBEDDINGS_PATH, OpenAIError, Refuse
 from miniagent.mock.pacing import Pacing, pacing_from, parse_pace_header, waits
 from miniagent.mock.records import MAX_RECORD_BYTES, MAX_RECORDS, REDACTED, RecordLog
 from miniagent.mock.validate import SUPPORTED_VERSIONS, ApiError, parse_betas, validate_request
@@ -77,7 +86,8 @@ MAX_SCRIPT = 1_000                  # scripted responses waiting
 MAX_SCRIPT_BYTES = MAX_BODY_BYTES   # their total size as JSON
 NO_RETRY_STATUSES = (400, 401, 403, 404, 413)
 API_ROUTES = (("POST", MESSAGES_PATH), ("POST", COUNT_TOKENS_PATH), ("GET", MODELS_PATH),
-              ("GET", MODELS_PATH + "/{model_id}"))
+              ("GET", MODELS_PATH + "/{model_id}"), ("POST", CHAT_PATH), ("POST", EMBEDDINGS_PATH))
+MODEL_CALLS = (MESSAGES_PATH, CHAT_PATH)  # the calls a model answers: scripts, queued faults and pacing apply
 CONTROL_ROUTES = (("POST", "/_mock/script"), ("POST", "/_mock/fault"), ("POST", "/_mock/pace"),
                   ("GET", "/_mock/requests"), ("DELETE", "/_mock/requests"), ("POST", "/_mock/reset"))
 STREAM_CONTENT_TYPE = "text/event-stream; charset=utf-8"
@@ -248,7 +258,10 @@ class MockAPI:
             return self._records.last(MESSAGES_PATH)
 
     def script(self, *responses: dict | Callable[[dict], dict], repeat: bool = False) -> None:
-        """Queue exact answers for the next `POST /v1/messages` calls that pass validation.
+        """Queue exact answers for the next model calls that pass validation: `POST /v1/messages`,
+        and `POST /v1/chat/completions`, which gets the same answer in OpenAI's shape (its
+        tool_use blocks become tool_calls, its stop_reason a finish_reason, a scripted error
+        OpenAI's error body). A callable is given the request in the Messages form.
 
         Each response is one of:
         - a partial message `{"content": [...] or "text", "stop_reason": ..., "stop_sequence": ...}`
@@ -290,7 +303,7 @@ class MockAPI:
     def fault(self, status: int | None = None, *, times: int = 1, retry_after: float = DEFAULT_RETRY_AFTER,
               delay: float = 0.0, drop: bool = False, message: str | None = None, cut: int | None = None,
               error_after: int | None = None) -> None:
-        """Make the next `times` `POST /v1/messages` calls fail.
+        """Make the next `times` model calls (`POST /v1/messages`, `POST /v1/chat/completions`) fail.
 
         `status` 429 answers `rate_limit_error` with `retry-after` (seconds) and
         `retry-after-ms` headers; 529 `overloaded_error`; 500 `api_error`; any other
@@ -324,7 +337,11 @@ class MockAPI:
             at = f" at {where.filename.rsplit('/', 1)[-1]}:{where.lineno}" if where else ""
             # the type and place only: an exception's text could quote a header, and so a key
             reply = error_reply(500, f"{INTERNAL_ERROR}: {type(exc).__name__}{at}", "req_mock_error")
-        reply.headers.update(cors.answer_headers(lowered))  # a page may read every answer, if it said so
+        # a page may read every answer, if it said so (an OpenAI client need not: see _handle)
+        if "origin" in lowered and openai_wire.speaks_openai(_route_path(str(path)), lowered):
+            reply.headers.update(cors.EXPOSED)
+        else:
+            reply.headers.update(cors.answer_headers(lowered))
         return reply
 
     def _handle(self, method: str, path: str, headers: dict[str, str], body: bytes, query: str = "") -> MockReply:
@@ -332,7 +349,10 @@ class MockAPI:
             return error_reply(413, f"Request exceeds the maximum size of {MAX_BODY_BYTES} bytes")
         if method == "OPTIONS":  # a browser's preflight: no key, no record, no request id (cors.py)
             return MockReply(204, cors.preflight_headers(headers), b"")
-        if cors.refused(headers):
+        openai = openai_wire.speaks_openai(path, headers)
+        # The browser header is the Messages API's rule; OpenAI's API serves pages without it
+        # [UNVERIFIED: its exact CORS headers], so an OpenAI client is never refused here.
+        if cors.refused(headers) and not openai:
             return error_reply(401, cors.REFUSED)
         if path.startswith("/_mock/"):
             return self._control(method, path, headers, body)
@@ -341,12 +361,16 @@ class MockAPI:
             n = self._counters["req"]
             rid = f"req_mock_{n:04d}"
             if not _api_route(method, path):
+                if openai:
+                    return _openai_error(openai_wire.not_found(method, path, _served()), rid)
                 return _error(_not_found(method, path), rid)
-            problem = _check_auth(headers, self.api_keys)
-            if problem:
-                return _error(problem, rid)  # not recorded: a stranger's request stores nothing
+            problem = openai_wire.check_auth(headers, self.api_keys) if openai else _check_auth(headers, self.api_keys)
+            if problem:  # not recorded: a stranger's request stores nothing
+                return _openai_error(problem, rid) if openai else _error(problem, rid)
             if path.startswith(MODELS_PATH):
-                reply = self._models(path, query, headers, rid)
+                reply = self._openai_models(path, rid) if openai else self._models(path, query, headers, rid)
+            elif openai:
+                reply = self._openai_call(path, headers, body, rid)
             else:
                 reply = self._answer(path, headers, body, rid)
             self._records.add(n, method, path, headers, body, None if reply.drop else reply.status,
@@ -362,6 +386,12 @@ class MockAPI:
         answer = self.models.listing(query) if path == MODELS_PATH else \
             self.models.retrieve(path[len(MODELS_PATH) + 1:])
         return _error(answer, rid) if isinstance(answer, ApiError) else _json_reply(200, answer, rid)
+
+    def _openai_models(self, path: str, rid: str) -> MockReply:
+        """OpenAI's `GET /v1/models` and `GET /v1/models/{model}`: the same catalog, in OpenAI's shape."""
+        answer = self.models.openai_listing() if path == MODELS_PATH else \
+            self.models.openai_retrieve(path[len(MODELS_PATH) + 1:])
+        return _openai_json(200, answer, rid)
 
     def _answer(self, path: str, headers: dict[str, str], raw: bytes, rid: str) -> MockReply:
         problem = _check_version(headers) or parse_betas(headers.get("anthropic-beta"))[1]
@@ -388,11 +418,65 @@ class MockAPI:
                 reply = _deliver(outcome, rid, streamed=streamed, pacing=pacing, fault=fault)
             else:
                 reply = outcome
-        if fault:
-            reply.delay += fault.delay
-            if fault.cut is not None and reply.events is None:
-                reply = _cut_body(reply, fault.cut)
-        return reply
+        return _with_fault(reply, fault)
+
+    # --- the OpenAI surfaces (openai_wire.py, openai_chat.py, embeddings.py) -------------------------
+
+    def _openai_call(self, path: str, headers: dict[str, str], raw: bytes, rid: str) -> MockReply:
+        """`POST /v1/chat/completions` and `POST /v1/embeddings`, through the same gates as `_answer`:
+        JSON, a fault (before validation), validation, a script or the brain, delivery."""
+        try:
+            body = safejson.loads(raw)
+        except ValueError as exc:  # the API's words, then the mock's reason (too deep, NaN...)
+            return _openai_error(OpenAIError(400, f"{openai_wire.NOT_JSON} {exc}"), rid)
+        try:
+            fault = self._take_fault(headers.get("x-mock-fault"), path, openai=True)
+            pacing = self._pacing_for(headers.get("x-mock-pace"), path)
+        except ValueError as exc:
+            return _openai_error(OpenAIError(400, str(exc)), rid)
+        streamed = path == CHAT_PATH and isinstance(body, dict) and body.get("stream") is True
+        if fault and fault.error_after is not None and not streamed:  # no "after the 200": the overload comes first
+            fault = replace(fault, status=openai_wire.OVERLOADED_STATUS, error_after=None)
+        if fault and fault.drop:
+            return MockReply(0, {}, b"", delay=fault.delay, drop=True)
+        if fault and fault.status:
+            error = openai_wire.status_error(fault.status, message=fault.message, retry_after=fault.retry_after)
+            reply = _openai_error(error, rid, _retry_headers(fault.status, fault.retry_after))
+        elif path == EMBEDDINGS_PATH:
+            try:
+                reply = _openai_json(200, embeddings.create(body), rid)
+            except Refuse as refused:
+                reply = _openai_error(refused.error, rid)
+        else:
+            outcome = self._chat_answer(body, rid)
+            if isinstance(outcome, MockReply):
+                reply = outcome
+            else:
+                fault = fault or outcome.fault  # the request's own fault wins over a scripted one
+                reply = _deliver_chat(body, outcome, rid, streamed=streamed, pacing=pacing, fault=fault)
+        return _with_fault(reply, fault)
+
+    def _chat_answer(self, body: Any, rid: str) -> MockReply | _Answer:
+        """An error as a reply, or the answer in the Messages form, to deliver in OpenAI's."""
+        try:
+            canonical = openai_chat.read_request(body)
+        except Refuse as refused:
+            return _openai_error(refused.error, rid)
+        try:
+            partial = self._next_partial(canonical, openai_chat.brain_view(canonical))
+        except Exception as exc:  # a bug in the brain or a scripted callable: report it as a 500
+            return _openai_error(OpenAIError(500, f"the mock failed to answer: {type(exc).__name__}: {exc} (a bug "
+                                                  "in the mock's brain or in a scripted callable)", "server_error"), rid)
+        if "status" in partial:
+            error = partial.get("error") or {}
+            retry_after = partial.get("retry_after", DEFAULT_RETRY_AFTER)
+            problem = openai_wire.status_error(partial["status"], message=error.get("message"),
+                                               type_=error.get("type"), retry_after=retry_after)
+            return _openai_error(problem, rid, _retry_headers(partial["status"], retry_after))
+        cut_json = partial.get("cut_json")
+        fault = script_fault(partial["fault"]) if partial.get("fault") is not None else None
+        message = self._message(canonical, partial, tool_prefix="call_mock_")
+        return _Answer(message, cut_json if isinstance(cut_json, str) else None, fault)
 
     def _valid_answer(self, path: str, headers: dict[str, str], body: Any, rid: str) -> MockReply | _Answer:
         """An error or a token count as a reply; a model's answer as an `_Answer` (to send plain or streamed)."""
@@ -418,27 +502,33 @@ class MockAPI:
         return _Answer(self._message(body, partial), cut_json if isinstance(cut_json, str) else None, fault)
 
     def _pacing_for(self, header: str | None, path: str) -> Pacing:
-        """The `x-mock-pace` header's pacing, else the mock's; token counts are never paced."""
-        if path != MESSAGES_PATH:
+        """The `x-mock-pace` header's pacing, else the mock's; token counts and embeddings are never paced."""
+        if path not in MODEL_CALLS:
             return Pacing()
         return parse_pace_header(header) if header is not None else self.pacing
 
-    def _take_fault(self, header: str | None, path: str) -> Fault | None:
+    def _take_fault(self, header: str | None, path: str, openai: bool = False) -> Fault | None:
         """The fault for this request: the `x-mock-fault` header first, then the queue
-        (queued faults apply to `POST /v1/messages` only), then flakiness."""
+        (queued faults apply to the model calls only), then flakiness (on the OpenAI
+        surfaces, its 529 is OpenAI's 503, in OpenAI's words)."""
         if header is not None:
             return parse_fault_header(header)
-        if path == MESSAGES_PATH:
+        if path in MODEL_CALLS:
             queued = self._faults.take()
             if queued:
                 return queued
         status = self._flaky.next_status()
+        if status and openai:
+            status = openai_wire.OVERLOADED_STATUS if status == 529 else status
+            return Fault(status, message=openai_wire.status_error(status, flaky=True,
+                                                                  retry_after=DEFAULT_RETRY_AFTER).message)
         return Fault(status, message=_FLAKY_MESSAGES[status]) if status else None
 
-    def _next_partial(self, body: dict) -> dict:
-        """The next scripted answer, else the brain's. Each gets its own copy of the body."""
+    def _next_partial(self, body: dict, view: dict | None = None) -> dict:
+        """The next scripted answer, else the brain's (which reads `view`, if given, instead of the
+        request). Each gets its own copy."""
         if not self._script:
-            return (self._brain or _brain.respond)(copy.deepcopy(body))
+            return (self._brain or _brain.respond)(copy.deepcopy(view if view is not None else body))
         entry = self._script[0] if self._script[0].repeat else self._script.popleft()
         item = entry.item
         if callable(item):
@@ -446,14 +536,15 @@ class MockAPI:
             _checked_size(item)
         return copy.deepcopy(item)
 
-    def _message(self, body: dict, partial: dict) -> dict:
-        """A full Message (wire-format §1.5) from a partial one: ids, model, usage (`_usage`)."""
+    def _message(self, body: dict, partial: dict, tool_prefix: str = "toolu_mock_") -> dict:
+        """A full Message (wire-format §1.5) from a partial one: ids, model, usage (`_usage`).
+        `tool_prefix`: the tool call ids' (OpenAI's look like `call_...`)."""
         content = _content_blocks(partial.get("content", []))
         for k, block in enumerate(content):
             if block.get("type") == "tool_use" and "id" not in block:
                 self._counters["toolu"] += 1
                 # id right after type, where the real API puts it: printed wire reads the same
-                content[k] = block = {"type": "tool_use", "id": f"toolu_mock_{self._counters['toolu']:04d}", **block}
+                content[k] = block = {"type": "tool_use", "id": f"{tool_prefix}{self._counters['toolu']:04d}", **block}
             if block.get("type") == "tool_use" and "caller" not in block:
                 # who made the call: the real API always says (the model itself: "direct"), after the
                 # name (wire-format §5.B), so an SDK's model_dump() holds a caller it may send back
@@ -662,17 +753,53 @@ def _deliver(answer: _Answer, rid: str, *, streamed: bool, pacing: Pacing, fault
         reply = _json_reply(200, answer.message, rid)
         reply.delay = sum(due)
         return reply
+    headers = {"content-type": STREAM_CONTENT_TYPE, "request-id": rid}
+    return _stream_reply(events, due, fault, dict(stream.OVERLOADED), stream.encode, headers)
+
+
+def _deliver_chat(body: dict, answer: _Answer, rid: str, *, streamed: bool, pacing: Pacing,
+                  fault: Fault | None) -> MockReply:
+    """`_deliver` for Chat Completions: the answer as a `chat.completion`, or its chunks (openai_stream.py)."""
+    if fault and fault.error_after is not None and not streamed:  # a scripted one: no "after the 200" either
+        error = openai_wire.status_error(openai_wire.OVERLOADED_STATUS)
+        return _openai_error(error, rid)
+    completion = openai_chat.completion(answer.message, body, answer.cut_json)
+    if not streamed and not pacing.active:
+        return _openai_json(200, completion, rid)
+    options = body.get("stream_options") or {}
+    chunks = openai_stream.completion_chunks(completion, include_usage=options.get("include_usage") is True)
+    due = openai_stream.waits(chunks, pacing)
+    if not streamed:  # answered when the whole stream would have ended
+        reply = _openai_json(200, completion, rid)
+        reply.delay = sum(due)
+        return reply
+    headers = {"content-type": openai_stream.CONTENT_TYPE, "x-request-id": rid}
+    return _stream_reply(chunks, due, fault, dict(openai_stream.ERROR), openai_stream.frame, headers)
+
+
+def _stream_reply(events: list, due: list[float], fault: Fault | None, error_event: dict,
+                  framing: Callable[[Any], bytes], headers: dict[str, str]) -> MockReply:
+    """A stream as it goes out, whole or broken by a fault: `cut` drops the connection after N events,
+    `error_after` sends N events and then the API's error event. Either way its proper end is never sent."""
     broken, ending = False, []
     if fault and fault.cut is not None:
         keep, broken = min(fault.cut, len(events) - 1), True
     elif fault and fault.error_after is not None:
-        keep, ending = min(fault.error_after, len(events) - 1), [dict(stream.OVERLOADED)]
+        keep, ending = min(fault.error_after, len(events) - 1), [error_event]
     else:
         keep = len(events)
     sent = events[:keep] + ending
-    headers = {"content-type": STREAM_CONTENT_TYPE, "request-id": rid}
-    return MockReply(200, headers, b"", events=stream.chunks(sent, due[:keep] + [0.0] * len(ending)),
+    return MockReply(200, headers, b"", events=stream.chunks(sent, due[:keep] + [0.0] * len(ending), framing),
                      event_count=len(sent), broken=broken)
+
+
+def _with_fault(reply: MockReply, fault: Fault | None) -> MockReply:
+    """A fault's delay, and its cut of a plain body (a stream's cut is made as it is built)."""
+    if fault:
+        reply.delay += fault.delay
+        if fault.cut is not None and reply.events is None:
+            reply = _cut_body(reply, fault.cut)
+    return reply
 
 
 def _cut_body(reply: MockReply, count: int) -> MockReply:
@@ -719,7 +846,27 @@ def _status_error(status: int, rid: str, *, retry_after: float, source: str,
         type_ = ERROR_TYPES.get(status, "api_error" if status >= 500 else "invalid_request_error")
     if not message:
         message = _FAULT_MESSAGES.get(status, f"{source}: HTTP {status}")
-    retry = {}
-    if status == 429:
-        retry = {"retry-after": f"{retry_after:g}", "retry-after-ms": f"{retry_after * 1000:g}"}
-    return _error(ApiError(status, type_, message), rid, retry)
+    return _error(ApiError(status, type_, message), rid, _retry_headers(status, retry_after))
+
+
+def _openai_json(status: int, obj: Any, rid: str, extra: dict[str, str] | None = None) -> MockReply:
+    """A JSON answer as OpenAI sends it: its request id in `x-request-id`."""
+    reply = _json_reply(status, obj, rid, extra)
+    del reply.headers["request-id"]
+    reply.headers["x-request-id"] = rid
+    return reply
+
+
+def _openai_error(error: OpenAIError, rid: str, extra: dict[str, str] | None = None) -> MockReply:
+    return _openai_json(error.status, error.body(), rid, extra)
+
+
+def _retry_headers(status: int, retry_after: float) -> dict[str, str]:
+    """When to retry a 429, in seconds and in milliseconds (the SDKs read both)."""
+    if status != 429:
+        return {}
+    return {"retry-after": f"{retry_after:g}", "retry-after-ms": f"{retry_after * 1000:g}"}
+
+
+def _served() -> str:
+    return ", ".join(f"{m} {p}" for m, p in API_ROUTES)

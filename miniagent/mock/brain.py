@@ -38,7 +38,7 @@ from miniagent.messages import clean_text, text_block, text_of, tool_results
 from miniagent.mock import structured, thinking
 from miniagent.mock.reading import (
     SUMMARISE, Ask, Pair, args_text, asked_concepts, asked_fact, content_words, entries_of, episode, facts,
-    fill_args, find_cities, kind, language, numbers, primary_concept, question_index, quoted,
+    fill_args, find_cities, kind, language, numbers, primary_concept, question_index, quoted, readable_schema,
     schema_properties, states_fact, system_text, tool_concepts, tool_words, transcript, user_text, values_for,
 )
 from miniagent.tokens import BLOCK_OVERHEAD, estimate_text
@@ -208,8 +208,10 @@ def plan(question: str, tools: list[dict], choice: dict) -> tuple[list[dict], li
             if lacking and mode in ("any", "tool") or not lacking and not all(structured.fits(i, schema) for i in inputs):
                 ask = Ask(question, cities.get(pick.index, []), all_cities, list(nums), list(quotes), pick.anchors)
                 filled = structured.instance(schema, ask, name)
-                # a schema whose references fan out can need more JSON than any answer holds: no arguments then
-                inputs, lacking = [filled if structured.dumps(filled, MAX_JSON_CHARS)[1] else {}], None
+                # a schema whose references fan out can need more JSON than any answer holds, and one that
+                # does not describe an object cannot give a call's input: no arguments then
+                fits = isinstance(filled, dict) and structured.dumps(filled, MAX_JSON_CHARS)[1]
+                inputs, lacking = [filled if fits else {}], None
         if lacking:
             if pick.strong:
                 missing.append((name, lacking))
@@ -564,9 +566,10 @@ def json_schema_for(body: dict, messages: list[dict]) -> dict | None:
     """The schema the answer's JSON must follow: the request's JSON format, else one its prompt gives."""
     fmt = structured.requested(body)
     if fmt is not None:
-        return fmt[1]
+        return readable_schema(fmt[1])
     at = question_index(messages)
-    return structured.prompt_schema(body, user_text(messages[at]) if at >= 0 else "")
+    found = structured.prompt_schema(body, user_text(messages[at]) if at >= 0 else "")
+    return None if found is None else readable_schema(found)
 
 
 def json_answer(schema: dict, body: dict, messages: list[dict], said: str) -> str:
@@ -700,7 +703,7 @@ def as_read(body: dict) -> dict:
     `auto`. A beta system message that carries only `output_config` reads as empty.
     """
     view = dict(body)
-    tools = [t for t in body.get("tools") or []
+    tools = [{**t, "input_schema": readable_schema(t["input_schema"])} for t in body.get("tools") or []
              if isinstance(t.get("input_schema"), dict) and t.get("type") in (None, "custom")]
     if "tools" in body:
         view["tools"] = tools

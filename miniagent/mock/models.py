@@ -40,6 +40,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from datetime import datetime, timezone
 from typing import Any, Iterable, Mapping
 from urllib.parse import parse_qsl, unquote
 
@@ -146,6 +147,10 @@ class Model:
                 "lifecycle": self.lifecycle, "retires_at": self.retires_at,
                 "max_input_tokens": self.max_input_tokens, "max_tokens": self.max_tokens}
 
+    def openai_info(self) -> dict[str, Any]:
+        """The model as OpenAI's `GET /v1/models` shows one: `created` in Unix seconds."""
+        return openai_model(self.id, _unix(self.created_at))
+
 
 _FIELDS = {"id", "display_name", "created_at", "max_input_tokens", "max_tokens", "lifecycle", "retires_at", "aliases"}
 _IGNORED = {"type", "capabilities", "deprecated_at", "line"}  # ModelInfo keys the mock does not use
@@ -203,6 +208,17 @@ class Catalog:
         if model is None:
             return ApiError(404, "not_found_error", f"model: {_echo(unquote(model_id))}")
         return model.info()
+
+    def openai_listing(self) -> dict:
+        """OpenAI's `GET /v1/models`: every model served, in one list (the API pages nothing here)."""
+        return {"object": "list", "data": [m.openai_info() for m in self.models if m.lifecycle in LISTED_BY_DEFAULT]}
+
+    def openai_retrieve(self, model_id: str) -> dict:
+        """OpenAI's `GET /v1/models/{model}`: the catalog's entry, or any other name as it is, since
+        the Chat Completions surface serves any model name (openai_chat.py)."""
+        name = unquote(model_id)
+        model = self._names.get(name)
+        return model.openai_info() if model is not None else openai_model(_echo(name), 0)
 
     def listing(self, query: str = "") -> dict | ApiError:
         """`GET /v1/models?...`: one page, newest first, `{data, has_more, first_id, last_id}`."""
@@ -318,6 +334,22 @@ def _model(entry: str | Mapping[str, Any] | Model) -> Model:
                  created_at=entry.get("created_at") or EPOCH, max_input_tokens=entry.get("max_input_tokens"),
                  max_tokens=entry.get("max_tokens"), lifecycle=lifecycle, retires_at=entry.get("retires_at"),
                  aliases=tuple(aliases))
+
+
+OPENAI_OWNER = "miniagent-mock"
+
+
+def openai_model(model_id: str, created: int) -> dict[str, Any]:
+    return {"id": model_id, "object": "model", "created": created, "owned_by": OPENAI_OWNER}
+
+
+def _unix(stamp: str) -> int:
+    """An RFC 3339 time as Unix seconds (0 if it is not one)."""
+    try:
+        moment = datetime.fromisoformat(stamp.replace("Z", "+00:00"))
+        return int(moment.replace(tzinfo=moment.tzinfo or timezone.utc).timestamp())
+    except (ValueError, OverflowError, OSError):
+        return 0
 
 
 def _echo(name: str) -> str:

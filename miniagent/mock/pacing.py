@@ -111,17 +111,21 @@ def delta_tokens(event: dict) -> int:
 
 def waits(events: list[dict], pacing: Pacing) -> list[float]:
     """Seconds to wait before each event: `first` before the first delta, then tokens / rate per delta."""
-    out = [0.0] * len(events)
-    if not pacing.active or not events:
-        return out
     deltas = [i for i, e in enumerate(events) if e.get("type") == "content_block_delta"]
-    if deltas:
-        first_at = deltas[0]
-    else:
-        first_at = next((i for i, e in enumerate(events) if e.get("type") == "message_delta"), len(events) - 1)
+    end = next((i for i, e in enumerate(events) if e.get("type") == "message_delta"), len(events) - 1)
+    return schedule([delta_tokens(e) for e in events], deltas, end, pacing)
+
+
+def schedule(tokens: list[int], deltas: list[int], end: int, pacing: Pacing) -> list[float]:
+    """The waits for any surface's stream: `tokens[i]` carried by event i, `deltas` the indices of the
+    events that carry content, `end` the one that gets the first-token wait when none does."""
+    out = [0.0] * len(tokens)
+    if not pacing.active or not tokens:
+        return out
+    first_at = deltas[0] if deltas else end
     if pacing.rate:
         for i in deltas[1:]:
-            out[i] = delta_tokens(events[i]) / pacing.rate
+            out[i] = tokens[i] / pacing.rate
     rest, room = sum(out), MAX_PACED_SECONDS - pacing.first
     if rest > room:  # bounded: the rate is raised so that the whole answer fits
         out = [w * room / rest for w in out]

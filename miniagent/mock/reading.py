@@ -15,8 +15,10 @@ reads the same way.
 
 from __future__ import annotations
 
+import math
 import re
 from dataclasses import dataclass, field
+from typing import Any
 
 from miniagent.messages import blocks, result_text, text_of, tool_results, tool_uses
 
@@ -276,6 +278,56 @@ def tool_words(tool: dict) -> set[str]:
 
 
 # --- filling a tool's arguments from its schema -----------------------------------------------------
+
+
+_SUBSCHEMA = ("items", "additionalProperties", "not", "contains", "additionalItems", "unevaluatedItems",
+              "propertyNames", "if", "then", "else")
+_SUBSCHEMA_MAPS = ("properties", "$defs", "definitions", "patternProperties", "dependentSchemas")
+_SUBSCHEMA_LISTS = ("anyOf", "allOf", "oneOf", "prefixItems")
+_COUNTS = ("minItems", "maxItems", "minLength", "maxLength", "minProperties", "maxProperties")
+_LEAST = ("minItems", "minLength", "minProperties")  # the brain builds values this large
+_BOUNDS = ("minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "multipleOf")
+_WORDS = ("pattern", "format", "$ref", "description", "title")
+MAX_SCHEMA_LEAST = 1_000  # a minLength or minItems beyond this is left out: the brain does not build such values
+
+
+def readable_schema(node: Any) -> dict:
+    """A JSON schema as the brain reads it: every keyword whose value is of the wrong kind left out, at
+    every depth (a property schema that is not an object, a `required` that is not a list of names...).
+
+    A tool's schema is checked only loosely by the APIs (the Messages API wants `type: object` and
+    `properties` an object; OpenAI only an object), and a prompt's not at all, so this is what keeps a
+    malformed one from tripping the brain. A well-formed schema comes back equal to itself."""
+    if not isinstance(node, dict):
+        return {}
+    out: dict = {}
+    for key, value in node.items():
+        if key == "type":
+            keep = isinstance(value, str) or (isinstance(value, list) and all(isinstance(v, str) for v in value))
+        elif key in _SUBSCHEMA_MAPS:
+            keep = isinstance(value, dict)
+            value = {k: readable_schema(v) for k, v in value.items() if isinstance(v, dict)} if keep else value
+        elif key in _SUBSCHEMA:
+            keep = isinstance(value, (dict, bool))
+            value = readable_schema(value) if isinstance(value, dict) else value
+        elif key in _SUBSCHEMA_LISTS:
+            keep = isinstance(value, list)
+            value = [readable_schema(v) for v in value if isinstance(v, dict)] if keep else value
+        elif key == "required":
+            keep = isinstance(value, list) and all(isinstance(v, str) for v in value)
+        elif key == "enum":
+            keep = isinstance(value, list)
+        elif key in _COUNTS:
+            keep = type(value) is int and 0 <= value and (key not in _LEAST or value <= MAX_SCHEMA_LEAST)
+        elif key in _BOUNDS:
+            keep = isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+        elif key in _WORDS:
+            keep = isinstance(value, str)
+        else:
+            keep = True  # an annotation, or a keyword the brain does not read
+        if keep:
+            out[key] = value
+    return out
 
 
 def schema_properties(tool: dict) -> dict:
@@ -620,7 +672,7 @@ def placeholder(name: str, prop: dict, ask: Ask):
     k = kind(name, prop)
     if k == "enum":
         options = prop["enum"]
-        return prop["default"] if prop.get("default") in options else (options[0] if options else None)
+        return prop["default"] if "default" in prop and prop["default"] in options else (options[0] if options else None)
     if k == "const":
         return prop["const"]
     if "default" in prop:

@@ -9,7 +9,8 @@ every reader gets its own copy.
 
 A record's `response` is what went back: the JSON answer parsed; for a stream, the
 list of events sent, in order (what a client accumulates; a broken stream's list
-ends where it broke); for a body cut short by a fault, the text that was sent.
+ends where it broke; an OpenAI stream's chunks, without its `[DONE]`); for a body cut
+short by a fault, the text that was sent.
 """
 
 from __future__ import annotations
@@ -119,7 +120,7 @@ def _response(raw: bytes | None) -> Any:
     """An answer as a reader wants it: JSON parsed, a stream as its events, anything else as text."""
     if not raw:
         return None
-    if raw.startswith(b"event: "):  # a JSON body never starts so
+    if raw.startswith((b"event: ", b"data: ")):  # a stream (the Messages API's, or OpenAI's): a JSON body never starts so
         return parse_sse(raw)
     try:
         return safejson.loads(raw)

@@ -52,6 +52,12 @@ def loads(raw: bytes) -> Any:
                          "with content-type: application/json") from None
 
 
+def loads_text(text: str) -> Any:
+    """`loads` for JSON that arrived inside a string (a tool call's `arguments`): the same bounds.
+    A lone surrogate in it is kept as the JSON escape it came in as would have been."""
+    return loads(text.encode("utf-8", "surrogatepass"))
+
+
 def too_deep(value: Any, limit: int = MAX_JSON_DEPTH) -> bool:
     """Whether a Python value nests lists, tuples and dicts more than `limit` deep (iteratively)."""
     stack = [(value, 1)]

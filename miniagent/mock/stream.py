@@ -34,7 +34,7 @@ from __future__ import annotations
 import json
 import math
 import re
-from typing import Iterable
+from typing import Any, Callable, Iterable
 
 from miniagent.streaming import encode_event
 from miniagent.tokens import estimate_text
@@ -146,20 +146,22 @@ def encode(event: dict) -> bytes:
     return encode_event(event)
 
 
-def chunks(events: list[dict], waits: list[float]) -> list[tuple[float, bytes]]:
+def chunks(events: list, waits: list[float], framing: Callable[[Any], bytes] = encode) -> list[tuple[float, bytes]]:
     """The events as (seconds to wait first, bytes) chunks: events due at the same moment share
-    one chunk, so an unpaced stream leaves in one write and a paced one in one write per delta."""
+    one chunk, so an unpaced stream leaves in one write and a paced one in one write per delta.
+    `framing`: how one event goes on the wire (this API's; openai_stream.frame for OpenAI's)."""
     out: list[tuple[float, list[bytes]]] = []
     for event, wait in zip(events, waits):
         if out and wait <= 0:
-            out[-1][1].append(encode(event))
+            out[-1][1].append(framing(event))
         else:
-            out.append((max(0.0, wait), [encode(event)]))
+            out.append((max(0.0, wait), [framing(event)]))
     return [(wait, b"".join(parts)) for wait, parts in out]
 
 
 def parse_sse(raw: bytes) -> list[dict]:
-    """The events in bytes the mock wrote (its own framing: one `data:` line per event), e.g. for a record."""
+    """The events in bytes the mock wrote (its own framing: one `data:` line per event), e.g. for a record.
+    An OpenAI stream reads the same way, up to its `data: [DONE]`."""
     events = []
     for line in raw.decode("utf-8", "replace").split("\n"):
         if line.startswith("data: "):

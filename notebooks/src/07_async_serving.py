@@ -27,14 +27,15 @@ import httpx
 import miniagent
 from miniagent.agent import AsyncAgent
 
-llm = miniagent.connect_async()
+llm = miniagent.connect_async(max_retries=5)  # many calls at once meet more 429s and 529s than one does
 tools = miniagent.default_tools()
 DEMO = "现在几点了？顺便帮我算一下 (1024 + 768) * 2，再告诉我北京和上海的天气。"
 
 # %% [markdown]
 # `connect_async()` reads the environment exactly as `connect()` does and returns an
 # `AsyncClient`: the same methods, the same errors, retries and redaction, but every
-# method that waits is a coroutine function.
+# method that waits is a coroutine function. Five retries rather than two: when fifty
+# calls go out at once to a busy API, some meet a 429 or 529 several times in a row.
 #
 # ## One call, awaited
 #
@@ -603,5 +604,5 @@ def reference_sse_frame(event, text):
 miniagent.exercises.check_07_3(reference_sse_frame)
 
 # %% [markdown]
-# **Next: 08 · Other providers** (being written: see the [roadmap](../README.md#roadmap)):
-# the same agent on OpenAI-compatible APIs, and what changes in the wire format.
+# **Next: [08 · Other providers](08_providers.ipynb)**: the same agent on OpenAI-compatible
+# APIs (DeepSeek, Qwen, Kimi, GLM, OpenAI, a local Ollama), and what changes in the wire format.

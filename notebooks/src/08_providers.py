@@ -1,0 +1,393 @@
+# %% [markdown]
+# # 08 · Other providers — one agent on Anthropic or any OpenAI-compatible API
+#
+# The article hard-codes Claude and says other models work the same way: change the URL
+# and the headers. Not quite. DeepSeek, Qwen, Kimi, GLM, OpenAI itself and local servers
+# such as Ollama speak OpenAI's *Chat Completions* format, and in it tool calls, tool
+# results, the system prompt, stop reasons, usage, errors and streams all sit in other
+# places. "My key for provider X fails" is the most common complaint in courses like
+# this one. Here you see every difference on the wire, then make the same agent run on
+# both families by translating at the edge.
+#
+# **You will be able to**
+# - read a Chat Completions request and response and say where each part of a Messages
+#   API call went;
+# - translate between the two, including the parts that trip people up: arguments as a
+#   JSON *string*, one `tool` message per result, tool calls streamed by `index`;
+# - run the agent on any preset (DeepSeek, Qwen, Kimi, GLM, OpenAI, a local Ollama) by
+#   configuration alone.
+#
+# **You need** notebooks 01–06. Offline is fine: the mock speaks both formats.
+
+# %%
+import json
+import os
+
+import miniagent
+from miniagent import providers
+
+claude = miniagent.connect()                       # the Messages API (ANTHROPIC_API_KEY to go live)
+deepseek = miniagent.connect(provider="deepseek")  # Chat Completions (DEEPSEEK_API_KEY to go live)
+tools = miniagent.default_tools()
+DEMO = "现在几点了？顺便帮我算一下 (1024 + 768) * 2，再告诉我北京和上海的天气。"
+
+
+def show(value, limit=900):
+    """JSON as JSON, trimmed with a visible marker when long."""
+    text = json.dumps(value, ensure_ascii=False, indent=1)
+    print(text if len(text) <= limit else text[:limit] + "\n… (trimmed)")
+
+# %% [markdown]
+# ## The same question in both formats, by hand
+#
+# One question, one tool, a short system prompt. First as the Messages API wants it
+# (notebook 02), sent with httpx:
+
+# %%
+weather = {"name": "get_weather", "description": "Get the current weather for a city.",
+           "input_schema": {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}}
+question = "What's the weather in Paris?"
+
+
+def key_of(client, variable):
+    """The key to send by hand: the real one live, anything for the mock."""
+    return os.environ.get(variable, "").strip() if client.mode == "live" else "mock-key"
+
+
+anthropic_body = {"model": claude.model, "max_tokens": 300, "system": "Answer briefly.", "tools": [weather],
+                  "messages": [{"role": "user", "content": question}]}
+reply = claude.http.post(claude.base_url + "/v1/messages", json=anthropic_body,
+                         headers={"x-api-key": key_of(claude, "ANTHROPIC_API_KEY"),
+                                  "anthropic-version": "2023-06-01"})
+anthropic_answer = reply.json()
+show({k: anthropic_answer[k] for k in ("content", "stop_reason", "usage")})
+
+# %% [markdown]
+# Now the same request in Chat Completions form. The system prompt becomes the first
+# message; the tool's schema moves under `function` and is called `parameters`; the key
+# goes in `Authorization: Bearer`; the path is `/chat/completions` under the provider's
+# base URL (DeepSeek's is `https://api.deepseek.com`).
+
+# %%
+openai_body = {"model": deepseek.model, "max_tokens": 300,
+               "messages": [{"role": "system", "content": "Answer briefly."}, {"role": "user", "content": question}],
+               "tools": [{"type": "function", "function": {"name": weather["name"],
+                                                           "description": weather["description"],
+                                                           "parameters": weather["input_schema"]}}]}
+reply = deepseek.http.post(deepseek.base_url + "/chat/completions", json=openai_body,
+                           headers={"authorization": f"Bearer {key_of(deepseek, 'DEEPSEEK_API_KEY')}"})
+openai_answer = reply.json()
+show({k: openai_answer[k] for k in ("choices", "usage")})
+
+# %% [markdown]
+# Read the two answers side by side:
+# - the call is a `tool_use` *block* in `content`; in Chat Completions it is an entry of
+#   `message.tool_calls`, beside a `content` that is a string or `null`;
+# - its arguments are a JSON object in `input`, but a JSON **string** in
+#   `function.arguments`, which you must parse, and which a model can get wrong;
+# - `stop_reason: "tool_use"` is `finish_reason: "tool_calls"`, one level down, per choice;
+# - `input_tokens`/`output_tokens` are `prompt_tokens`/`completion_tokens`.
+#
+# ## Sending the result back
+#
+# In the Messages API the results go in one user turn of `tool_result` blocks. In Chat
+# Completions the assistant message with its `tool_calls` goes back as it came, and each
+# result is its own message with the role `tool` and the call's id:
+
+# %%
+message = openai_answer["choices"][0]["message"]
+call = message["tool_calls"][0]
+output = tools.run({"type": "tool_use", "id": call["id"], "name": call["function"]["name"],
+                    "input": json.loads(call["function"]["arguments"])})["content"]
+follow_up = {**openai_body, "messages": [*openai_body["messages"], message,
+                                         {"role": "tool", "tool_call_id": call["id"], "content": output}]}
+reply = deepseek.http.post(deepseek.base_url + "/chat/completions", json=follow_up,
+                           headers={"authorization": f"Bearer {key_of(deepseek, 'DEEPSEEK_API_KEY')}"})
+print(reply.status_code, reply.json()["choices"][0]["finish_reason"], "|",
+      reply.json()["choices"][0]["message"]["content"])
+
+# %% [markdown]
+# ## Break it: a tool result with no call before it
+#
+# The mistake this format invites: append the `tool` message but not the assistant's
+# message that made the call (in the Messages API, the same slip is an orphaned
+# `tool_result`, notebook 02). The mock answers as the API does, in OpenAI's error shape:
+
+# %%
+orphan = {**openai_body, "messages": [*openai_body["messages"],
+                                      {"role": "tool", "tool_call_id": call["id"], "content": output}]}
+reply = deepseek.http.post(deepseek.base_url + "/chat/completions", json=orphan,
+                           headers={"authorization": f"Bearer {key_of(deepseek, 'DEEPSEEK_API_KEY')}"})
+print(reply.status_code)
+show(reply.json())
+
+# %% [markdown]
+# ## The translation, in one table
+#
+# | | Messages API (canonical here) | Chat Completions |
+# |---|---|---|
+# | system prompt | `system` field | first message, role `system` |
+# | a tool | `name`, `description`, `input_schema` | `{"type": "function", "function": {name, description, parameters}}` |
+# | a call | `tool_use` block: `id`, `name`, `input` (object) | `tool_calls[i]`: `id`, `function.name`, `function.arguments` (string) |
+# | results | one user turn of `tool_result` blocks | one `tool` message each, `tool_call_id` |
+# | an error result | `is_error: true` | no flag: the text says `Error: …` |
+# | why it stopped | `stop_reason`: end_turn, max_tokens, tool_use, refusal | `finish_reason`: stop, length, tool_calls, content_filter |
+# | usage | `input_tokens`, `output_tokens` | `prompt_tokens`, `completion_tokens` |
+# | must call a tool | `tool_choice: {"type": "any"}` | `tool_choice: "required"` |
+# | one call at a time | `disable_parallel_tool_use` | `parallel_tool_calls: false` |
+# | streamed calls | `input_json_delta` per block `index` | `delta.tool_calls[].function.arguments` per `index` |
+# | stream end | `message_stop` | `data: [DONE]` |
+# | reasoning | `thinking` block (signed, sent back) | `reasoning_content` (DeepSeek, Qwen, Kimi; not sent back) |
+#
+# ```mermaid
+# flowchart LR
+#     A["loop, agent, history<br/>(Messages format only)"] --> C["Client / AsyncClient"]
+#     C --> F{"client.format"}
+#     F -- "AnthropicFormat: as is" --> M["POST /v1/messages<br/>Anthropic, DeepSeek/Kimi/GLM anthropic endpoints"]
+#     F -- "OpenAIFormat: translate out, translate back" --> O["POST /chat/completions<br/>OpenAI, DeepSeek, Qwen, Kimi, GLM, Ollama, vLLM"]
+# ```
+#
+# ## Now from the package
+#
+# `miniagent/providers.py` is that table as code: small pure functions, one per row, and
+# an `OpenAIFormat` that the client asks how to send and how to read. The agent keeps
+# its history in the Messages format whatever the provider. The request you wrote by
+# hand, made by the package from the Messages-format one:
+
+# %%
+translated = providers.to_openai_request({**anthropic_body, "model": deepseek.model})
+print("the same request as by hand:", translated == openai_body)
+canonical = providers.from_openai_response(openai_answer)
+show({k: canonical[k] for k in ("content", "stop_reason", "usage")})
+
+# %% [markdown]
+# ## Arguments that are not JSON
+#
+# A string is only a promise of JSON. Small and local models break it (a missing brace, a
+# comment, a trailing comma). The translation must not crash the agent, and the model must
+# hear what went wrong so it can try again. The call stays a call, so the history stays
+# valid, and running it gives an error result:
+
+# %%
+broken = json.loads(json.dumps(openai_answer))
+broken["choices"][0]["message"]["tool_calls"][0]["function"]["arguments"] = '{"city": "Paris"'
+[block] = [b for b in providers.from_openai_response(broken)["content"] if b["type"] == "tool_use"]
+print(json.dumps(block, ensure_ascii=False))
+print(tools.run(block)["content"])
+
+# %% [markdown]
+# ## Streams: tool calls by `index`
+#
+# A Chat Completions stream is a series of `data:` lines holding *chunks*, ended by
+# `data: [DONE]`. A tool call's first chunk has its `index`, `id` and name; the pieces
+# of its arguments that follow carry only the `index`. With several calls, join the
+# pieces per index, never all together. The demo question's stream, by hand:
+
+# %%
+streamed = {**providers.to_openai_request({"model": deepseek.model, "max_tokens": 500, "tools": tools.schemas(),
+                                           "messages": [{"role": "user", "content": DEMO}]}), "stream": True}
+with deepseek.http.stream("POST", deepseek.base_url + "/chat/completions", json=streamed,
+                          headers={"authorization": f"Bearer {key_of(deepseek, 'DEEPSEEK_API_KEY')}"}) as reply:
+    lines = [line for line in reply.iter_lines() if line.startswith("data:")]
+chunks = [json.loads(line[5:]) for line in lines if line != "data: [DONE]"]
+deltas = [chunk["choices"][0]["delta"] for chunk in chunks if chunk.get("choices")]
+calls = [piece for delta in deltas for piece in delta.get("tool_calls") or []]
+for piece in calls[:6]:  # each chunk holds more (id, model, ...); the delta is what grows
+    print(json.dumps(piece, ensure_ascii=False))
+print(f"… {len(chunks)} chunks, {len(calls)} pieces of tool calls for the indexes {sorted({c['index'] for c in calls})},"
+      f" then {lines[-1]}")
+
+# %% [markdown]
+# The package's `ChunkTranslator` turns each chunk into the Messages API's stream events
+# (notebook 06), so the client's accumulator, the loop's `on_text` and `on_tool_use`, the
+# chat widget and the web service of notebook 07 all work unchanged on either format.
+# Streamed and not, the same message comes out:
+
+# %%
+question_messages = [miniagent.user(DEMO)]
+plain = deepseek.create(question_messages, tools=tools.schemas(), max_tokens=500)
+pieces = []
+stream = deepseek.create(question_messages, tools=tools.schemas(), max_tokens=500, stream=True,
+                         on_event=lambda event: pieces.append(event["type"]))
+def without_ids(content):  # each answer's calls get fresh ids; everything else must match
+    return [{k: v for k, v in block.items() if k != "id"} for block in content]
+
+
+print("the same message:", without_ids(plain["content"]) == without_ids(stream["content"]),
+      "| stop_reason:", stream["stop_reason"])
+print("events:", {kind: pieces.count(kind) for kind in dict.fromkeys(pieces)})
+
+# %% [markdown]
+# ## The same agent on every provider
+#
+# A preset holds what differs between providers: base URL, the variable with the key, the
+# default model, and the format. Choosing one is configuration:
+# `miniagent.connect(provider="qwen")`, or `MINIAGENT_PROVIDER=qwen` in the environment.
+
+# %%
+for name, preset in providers.PRESETS.items():
+    print(f"{name:18} {preset.format:9} {preset.key_env or '(no key)':18} {preset.model or '(default)':22} "
+          f"{preset.base_url}")
+
+# %% [markdown]
+# The article's demo question through the full agent, on a few presets. This cell stays
+# offline (`offline=True`) so that it runs whichever keys you have; each client talks to
+# the mock on its provider's endpoint:
+
+# %%
+for name in ("anthropic", "openai", "deepseek", "qwen", "kimi", "glm", "deepseek-anthropic"):
+    agent = miniagent.Agent(miniagent.connect(provider=name, offline=True, quiet=True), tools)
+    result = agent.run(DEMO)
+    calls = [f"{e['name']}({json.dumps(e['input'], ensure_ascii=False)})" for e in agent.trace.of_type("tool_call")]
+    print(f"{name:18} {agent.client.format.path:19} {result.stop:8} {', '.join(sorted(calls))}")
+print("\nthe last answer:\n" + result.text)
+
+# %% [markdown]
+# Every provider made the same four calls and gave the same answer. Two rows use a path
+# of `/v1/messages`: DeepSeek (like Kimi and GLM) also serves the Messages API at a URL of
+# its own, and for those presets "change the URL" really is all; the request is the
+# Anthropic one, byte for byte.
+#
+# **Going live** is the same two variables for every provider, for example:
+#
+# ```bash
+# export DEEPSEEK_API_KEY=sk-...        # the preset's key_env
+# export MINIAGENT_PROVIDER=deepseek    # or deepseek-anthropic, qwen, kimi, glm, openai, ...
+# make lab                              # MINIAGENT_MODEL=... picks another of its models
+# ```
+#
+# ## A local model with Ollama
+#
+# Ollama runs open models on your own machine and serves them in both formats, with no
+# key. Install it from ollama.com, then:
+#
+# ```bash
+# ollama pull qwen3                     # a model trained to call tools
+# ollama serve                          # listens on http://localhost:11434
+# MINIAGENT_PROVIDER=ollama MINIAGENT_MODEL=qwen3 make lab
+# ```
+#
+# Expect less than from a large hosted model: small models call tools less reliably and
+# more often write arguments that are not JSON (the error result above lets them retry),
+# and their context windows are shorter, so notebook 04's policies matter more. A local
+# server also answers only as fast as your machine: measure it with notebook 06's
+# time-to-first-token cell.
+#
+# ## Summary
+# - Both formats carry the same conversation; the parts sit in different places. The
+#   ones that break agents: arguments as a JSON string, one `tool` message per result,
+#   the assistant's `tool_calls` message sent back before its results, stream pieces
+#   joined per `index`.
+# - Keep one format inside (here, the Messages format) and translate at the edge: the
+#   loop, the history and everything built on them stay the same.
+# - A provider is configuration: base URL, key variable, model, format.
+#
+# ## Exercises
+#
+# **Exercise 1.** Write `to_openai_tool(tool)`: an Anthropic tool definition (`name`,
+# `description`, `input_schema`) as a Chat Completions tool. Do not change the dict you
+# are given.
+
+# %% tags=["exercise"]
+def to_openai_tool(tool):
+    """Exercise 1: {"type": "function", "function": {...}} for an Anthropic tool."""
+    ...  # your code here
+
+
+# %% tags=["check"]
+miniagent.exercises.check_08_1(to_openai_tool)
+
+# %% tags=["solution"]
+# The reference solution: try the exercise before you open it.
+def reference_to_openai_tool(tool):
+    return {"type": "function", "function": {"name": tool["name"], "description": tool["description"],
+                                             "parameters": tool["input_schema"]}}
+
+
+miniagent.exercises.check_08_1(reference_to_openai_tool)
+
+# %% [markdown]
+# **Exercise 2.** Write `assemble_tool_calls(chunks)`: the tool calls a streamed Chat
+# Completions answer adds up to, in `index` order, each `{"id", "name", "input"}` where
+# `input` is the parsed arguments, `{}` when no arguments came, and `None` when they never
+# became valid JSON (a stream cut short). The check's streams include two calls whose
+# pieces take turns.
+
+# %% tags=["exercise"]
+def assemble_tool_calls(chunks):
+    """Exercise 2: [{"id", "name", "input"}, ...] in index order."""
+    ...  # your code here
+
+
+# %% tags=["check"]
+miniagent.exercises.check_08_2(assemble_tool_calls)
+
+# %% tags=["solution"]
+# The reference solution: try the exercise before you open it.
+def reference_assemble_tool_calls(chunks):
+    calls = {}
+    for chunk in chunks:
+        for choice in chunk.get("choices", []):
+            for piece in choice.get("delta", {}).get("tool_calls") or []:
+                call = calls.setdefault(piece["index"], {"id": None, "name": None, "arguments": ""})
+                call["id"] = piece.get("id") or call["id"]
+                function = piece.get("function") or {}
+                call["name"] = function.get("name") or call["name"]
+                call["arguments"] += function.get("arguments") or ""
+    assembled = []
+    for index in sorted(calls):
+        try:
+            arguments = json.loads(calls[index]["arguments"]) if calls[index]["arguments"] else {}
+        except json.JSONDecodeError:
+            arguments = None
+        assembled.append({"id": calls[index]["id"], "name": calls[index]["name"], "input": arguments})
+    return assembled
+
+
+miniagent.exercises.check_08_2(reference_assemble_tool_calls)
+
+# %% [markdown]
+# **Exercise 3.** Write `to_openai_messages(messages)`: a conversation in the Messages
+# format (user and assistant turns; text, `tool_use` and `tool_result` blocks; no errors
+# or images) as Chat Completions messages. An assistant turn becomes one message with
+# `content` (its text, or `None`) and, if it made calls, `tool_calls`; a user turn's
+# results become one `tool` message each, in order, followed by any text of that turn.
+
+# %% tags=["exercise"]
+def to_openai_messages(messages):
+    """Exercise 3: the Chat Completions messages for a Messages-format conversation."""
+    ...  # your code here
+
+
+# %% tags=["check"]
+miniagent.exercises.check_08_3(to_openai_messages)
+
+# %% tags=["solution"]
+# The reference solution: try the exercise before you open it.
+def reference_to_openai_messages(messages):
+    converted = []
+    for message in messages:
+        content = message["content"]
+        if isinstance(content, str):
+            converted.append({"role": message["role"], "content": content})
+            continue
+        text = "".join(block["text"] for block in content if block["type"] == "text")
+        if message["role"] == "assistant":
+            calls = [{"id": b["id"], "type": "function",
+                      "function": {"name": b["name"], "arguments": json.dumps(b["input"], ensure_ascii=False)}}
+                     for b in content if b["type"] == "tool_use"]
+            converted.append({"role": "assistant", "content": text or None, **({"tool_calls": calls} if calls else {})})
+            continue
+        for block in content:
+            if block["type"] == "tool_result":
+                converted.append({"role": "tool", "tool_call_id": block["tool_use_id"], "content": block["content"]})
+        if text:
+            converted.append({"role": "user", "content": text})
+    return converted
+
+
+miniagent.exercises.check_08_3(reference_to_openai_messages)
+
+# %% [markdown]
+# **Next: 09 · Memory and retrieval** (being written: see the [roadmap](../README.md#roadmap)):
+# what the agent knows next week, and where it read it.
