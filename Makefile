@@ -14,7 +14,7 @@ export MPLBACKEND ?= Agg
 unexport PYTHONDONTWRITEBYTECODE
 
 .DEFAULT_GOAL := help
-.PHONY: help setup lab test test-unit test-props test-clients test-notebooks test-ui test-live notebooks serve demo bench lint clean
+.PHONY: help setup lab test test-unit test-props test-memory test-clients test-notebooks test-ui test-live notebooks serve demo bench lint clean
 
 help:  ## list the targets
 	@echo "miniagent: build an LLM agent from scratch (offline by default)"
@@ -48,10 +48,10 @@ NBVAL := --nbval --nbval-current-env --nbval-sanitize-with tests/nbval-sanitize.
 # SDK clients (test-clients), the mock's fuzz test (test-props, with the 1,000-example
 # property tests) and the check that nbval is strict (test-student).
 test: $(STAMP)  ## unit tests + every notebook compared against its saved outputs (offline)
-	MINIAGENT_OFFLINE=1 $(PY) -m pytest -n 2 --dist loadscope tests notebooks $(NBVAL) -p no:cacheprovider -m "not sdk and not fuzz and not harness"
+	MINIAGENT_OFFLINE=1 $(PY) -m pytest -n 2 --dist loadscope tests notebooks $(NBVAL) -p no:cacheprovider -m "not sdk and not fuzz and not harness and not memory"
 
 test-unit: $(STAMP)  ## unit tests only (as make test runs them, without the notebooks)
-	MINIAGENT_OFFLINE=1 $(PY) -m pytest -n 2 tests -p no:cacheprovider -m "not sdk and not fuzz and not harness"
+	MINIAGENT_OFFLINE=1 $(PY) -m pytest -n 2 tests -p no:cacheprovider -m "not sdk and not fuzz and not harness and not memory"
 
 test-props: $(STAMP)  ## every property test at 1,000 examples (make test runs 100 each), and the mock's fuzz test
 	MINIAGENT_OFFLINE=1 $(PY) -m pytest -n 2 tests -m "hypothesis or fuzz" --hypothesis-profile=thorough -p no:cacheprovider
@@ -70,7 +70,10 @@ $(CLIENTS_STAMP): $(STAMP) requirements-clients.txt
 	fi
 	@touch $(CLIENTS_STAMP)
 
-test-clients: $(CLIENTS_STAMP)  ## the official anthropic SDK, LangChain and pydantic-ai against the mock server (CI runs it)
+test-memory: $(STAMP)  ## the long memory and retrieval suites: concurrent writers, the full retrieval evaluation
+	MINIAGENT_OFFLINE=1 $(PY) -m pytest -n 2 tests -m memory -p no:cacheprovider
+
+test-clients: $(CLIENTS_STAMP)  ## the official anthropic and openai SDKs, LangChain and pydantic-ai against the mock server (CI runs it)
 	MINIAGENT_OFFLINE=1 $(PY) -m pytest -n 2 tests -m sdk -p no:cacheprovider
 
 test-notebooks: $(STAMP)  ## notebooks only, compared against their saved outputs (nbval, strict)
@@ -117,7 +120,7 @@ serve: $(STAMP)  ## the agent as a web service with a chat page at http://127.0.
 demo: $(STAMP)  ## the article's demo question, in the terminal
 	$(PY) -m miniagent --verbose "现在几点了？顺便帮我算一下 (1024 + 768) * 2，再告诉我北京和上海的天气。"
 
-bench: $(STAMP)  ## measure the claims (context policies, parallel tools, mock server, streaming, async) and say which hold
+bench: $(STAMP)  ## measure the claims (context policies, parallel tools, mock server, streaming, async, retrieval) and say which hold
 	MINIAGENT_OFFLINE=1 $(PY) benchmarks/run_all.py
 
 lint: $(STAMP)  ## check saved notebooks (execution order, no errors, no widget state, no secrets)

@@ -18,6 +18,7 @@ consolidated versions live:
     context.py        what part of the history each call sends
     workload.py       the long, tool-heavy session notebook 04 and `make bench` measure
     agent.py          all of it assembled, with a trace
+    memory.py         long-term memory in SQLite: remember, recall (LIKE, FTS5), forget, as tools
     mock/             the strict offline mock of the Messages API
     exercises/        the notebooks' exercise checks, a module per notebook (miniagent.exercises.check_01_1, ...)
 
@@ -52,6 +53,10 @@ _EXPORTS = {
     # loop and agent
     "run_loop": "loop", "arun_loop": "loop", "LoopResult": "loop",
     "Agent": "agent", "AsyncAgent": "agent",
+    # memory
+    "Memory": "memory", "memory_tools": "memory",
+    # retrieval (RAG)
+    "Index": "retrieval", "search_tool": "retrieval",
     # mock
     "MockAPI": "mock",
 }

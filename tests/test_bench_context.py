@@ -24,7 +24,8 @@ from miniagent.messages import conversation_error  # noqa: E402
 
 CLAIMS = ["square law", "a window is linear", "tool output dominates", "the naive window breaks",
           "pair-safe policies complete", "the token budget holds", "window + truncation is cheap",
-          "a summary remembers, a window forgets"]
+          "a summary remembers, a window forgets", "structured memory is cheap",
+          "structured memory stays within the budget", "structured memory remembers"]
 
 
 @pytest.fixture(scope="module")
@@ -42,7 +43,8 @@ def test_every_claim_is_named_and_holds(sessions):
 def test_run_gives_the_title_the_table_and_the_claims():
     title, rows, claims = bench_context.run(turns=12)
     assert "12-turn" in title and "notebook 04" in title
-    assert [r["policy"] for r in rows] == ["none", *workload.policies(miniagent.connect(offline=True, quiet=True))]
+    labels = ["none", *workload.policies(miniagent.connect(offline=True, quiet=True), memory=True)]
+    assert [r["policy"] for r in rows] == labels and labels[-1] == "structured memory"
     assert [c.name for c in claims] == CLAIMS
 
 
@@ -62,11 +64,25 @@ def test_the_windows_forget_the_name_and_the_summaries_keep_it(sessions):
     assert sessions["summarize"].calls > sessions["none"].calls  # the summary calls are counted
 
 
+def test_structured_memory_recalls_both_facts_through_its_block(sessions):
+    """End to end on the workload: the facts come from extraction calls (counted), the block carries them."""
+    memory, alone = sessions["structured memory"], sessions["window + truncation"]
+    assert memory.remembers == "name + pref" and alone.remembers == "neither"
+    policy = memory.policy
+    assert policy.facts == {"name": workload.NAME, "preference": workload.PREFERENCE}
+    assert memory.calls == len(memory.per_call) + policy.extractions > len(memory.per_call)
+    assert memory.input_tokens > sum(memory.per_call)  # the extraction calls' input is in the total
+    last_view = policy.view(memory.history[:-1])  # the last question's request, as it was sent
+    assert conversation_error(last_view) is None
+    assert not any(m["content"] == workload.questions()[1] for m in last_view[1:])  # turn 2 long dropped ...
+    assert "- name: Ada" in str(last_view[0]["content"])  # ... its fact carried by the first message
+
+
 def test_the_naive_window_breaking_is_reported_not_hidden(sessions):
     naive = sessions["naive window"]
     assert naive.broke and naive.ending.startswith("400 at turn ")
     row = next(r for r in workload.compare(sessions) if r["policy"] == "naive window")
-    assert row["completed"] == naive.ending and row["name recalled"] == "-" and row["doubling"] == "-"
+    assert row["completed"] == naive.ending and row["recalled"] == "-" and row["doubling"] == "-"
 
 
 def test_the_session_is_deterministic():
@@ -76,10 +92,12 @@ def test_the_session_is_deterministic():
 def test_the_session_asks_for_the_name_it_was_given():
     asked = workload.questions(12)
     assert len(asked) == 12
-    assert workload.NAME in asked[1] and asked[-1] == "What's my name?"
+    assert workload.NAME in asked[1] and asked[-1] == "What's my name, and what do I prefer?"
+    assert asked[6] == f"One more thing: I prefer {workload.PREFERENCE}."  # half-way: turn 7 of 12
     assert any(q.startswith("Fetch") for q in asked) and any(q.startswith("Search") for q in asked)
-    with pytest.raises(ValueError, match="at least 3 turns"):
-        workload.questions(2)
+    assert workload.questions(4)[2:] == [asked[6], asked[-1]]
+    with pytest.raises(ValueError, match="at least 4 turns"):
+        workload.questions(3)
 
 
 def test_the_long_tools_return_thousands_of_characters():
@@ -116,6 +134,10 @@ def broken(sessions, label, **changes):
     ("window + truncation", {"input_tokens": 999_999_999}, "window + truncation is cheap"),
     ("summarize", {"answer": "I don't know your name."}, "a summary remembers, a window forgets"),
     ("sliding window", {"answer": "Your name is Ada."}, "a summary remembers, a window forgets"),
+    ("structured memory", {"input_tokens": 999_999_999}, "structured memory is cheap"),
+    ("structured memory", {"per_call": [workload.BUDGET + 1]}, "structured memory stays within the budget"),
+    ("structured memory", {"answer": "Your name is Ada."}, "structured memory remembers"),
+    ("window + truncation", {"answer": f"You like {workload.PREFERENCE}."}, "structured memory remembers"),
 ])
 def test_each_claim_notices_a_broken_measurement(sessions, label, changes, claim):
     failed = [c for c in bench_context.claims(broken(sessions, label, **changes)) if not c.holds]
@@ -147,4 +169,6 @@ def test_notebook_04_runs_the_same_session_and_shows_the_same_table(sessions):
         assert own not in body, f"notebook 04 defines its own {own}: use miniagent.workload's"
     saved = nbformat.read(ROOT / "notebooks" / "04_context.ipynb", as_version=4)
     outputs = "".join(o.get("text", "") for c in saved.cells if c.cell_type == "code" for o in c.outputs)
-    assert workload.format_table(workload.compare(sessions)) in outputs
+    shown = ["none", *workload.policies(miniagent.connect(offline=True, quiet=True))]  # no structured memory
+    assert "structured memory" not in shown
+    assert workload.format_table(workload.compare({label: sessions[label] for label in shown})) in outputs

@@ -365,6 +365,38 @@ def test_later_statement_wins():
     assert text_of(respond(body(said))) == "(mock) Your name is Bea."
 
 
+def test_a_question_asking_for_two_facts_gets_both():
+    said = [user("My name is Ada."), {"role": "assistant", "content": "Hi."}, user("I prefer short answers."),
+            {"role": "assistant", "content": "Noted."}, user("What's my name, and what do I prefer?")]
+    assert text_of(respond(body(said))) == "(mock) Your name is Ada. You told me you like short answers."
+    half = text_of(respond(body(said[2:])))
+    assert half.startswith("(mock) I don't know your name") and half.endswith("You told me you like short answers.")
+
+
+def test_a_bulleted_list_of_facts_in_a_user_message_is_read():
+    """StructuredMemory's block: `- key: value` lines in the user's own message state the facts."""
+    noted = "Plan a trip.\n\n[Facts established earlier]\n- name: Ada\n- preference: answers in metric units"
+    answer = text_of(respond(body([user(noted), {"role": "assistant", "content": "Sure."},
+                                   user("What's my name, and what do I prefer?")])))
+    assert answer == "(mock) Your name is Ada. You told me you like answers in metric units."
+    mixed = [user(noted), {"role": "assistant", "content": "ok"}, user("Call me Bea."),
+             {"role": "assistant", "content": "ok"}, user("What's my name?")]
+    assert text_of(respond(body(mixed))) == "(mock) Your name is Bea."  # a later statement still wins
+    tool_said = [user("Who is it?"), {"role": "assistant", "content": "- name: Bob"}, user("What's my name?")]
+    assert "don't know your name" in text_of(respond(body(tool_said)))  # only the user's (or system's) own list
+
+
+def test_asked_for_a_fact_list_it_lists_the_facts_stated_in_the_transcript():
+    prompt = ("Find the facts. Reply with one fact per line as `key: value`.\n\n<known_facts>\nname: Zed\n"
+              "</known_facts>\n\n<conversation>\nUser: Search for tea.\nAssistant: Done.\nUser: My name is Ada.\n"
+              "Assistant: Hi Ada.\nUser: I prefer green tea.\n</conversation>")
+    assert text_of(ask(prompt, BUILTIN)) == ("(mock) Facts stated in this conversation:\nname: Ada\n"
+                                              "preference: green tea")
+    nothing = prompt.replace("My name is Ada.", "Hello.").replace("I prefer green tea.", "Thanks.")
+    assert text_of(ask(nothing)).endswith("\nnone (no new facts stated)")  # the known facts are not repeated
+    assert calls(ask("Search for the facts about tea", [SEARCH])) == [("search", {"query": "the facts about tea"})]
+
+
 # --- summaries ------------------------------------------------------------------------------------------
 
 

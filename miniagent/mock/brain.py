@@ -37,9 +37,10 @@ from itertools import groupby
 from miniagent.messages import clean_text, text_block, text_of, tool_results
 from miniagent.mock import structured, thinking
 from miniagent.mock.reading import (
-    SUMMARISE, Ask, Pair, args_text, asked_concepts, asked_fact, content_words, entries_of, episode, facts,
-    fill_args, find_cities, kind, language, numbers, primary_concept, question_index, quoted, readable_schema,
-    schema_properties, states_fact, system_text, tool_concepts, tool_words, transcript, user_text, values_for,
+    FACT_KEYS, LIST_FACTS, SUMMARISE, Ask, Pair, args_text, asked_concepts, asked_fact, asked_facts, content_words,
+    entries_of, episode, facts, fill_args, find_cities, kind, language, numbers, primary_concept, question_index,
+    quoted, readable_schema, schema_properties, states_fact, system_text, tool_concepts, tool_words, transcript,
+    user_text, values_for,
 )
 from miniagent.tokens import BLOCK_OVERHEAD, estimate_text
 
@@ -69,6 +70,7 @@ SAY = {
         "retry": "{n} failed, so I'll try again with {k} = {v}.",
         "summary": "Summary: ", "nothing": "there is nothing to summarise yet.",
         "fact_name": "The user's name is {v}.", "fact_likes": "The user likes {v}.",
+        "fact_list": "Facts stated in this conversation:", "no_facts": "none (no new facts stated)",
         "asked": "The user asked: {items}.", "results": "Key tool results: {items}.", "points": "Key points: {items}.",
     },
     "zh": {
@@ -91,6 +93,7 @@ SAY = {
         "retry": "{n} 出错了，我把 {k} 改成 {v} 再试一次。",
         "summary": "摘要：", "nothing": "目前还没有可总结的内容。",
         "fact_name": "用户叫{v}。", "fact_likes": "用户喜欢{v}。",
+        "fact_list": "对话里说过的事实：", "no_facts": "none（没有新的事实）",
         "asked": "用户问过：{items}。", "results": "工具结果：{items}。", "points": "要点：{items}。",
     },
 }
@@ -460,6 +463,16 @@ def summarise(entries: list[tuple[str, str]], lang: str) -> str:
     return text if len(words) <= 150 else " ".join(words[:150]) + " …"
 
 
+def fact_list(question: str, body: dict, messages: list[dict], at: int, lang: str) -> str:
+    """The facts stated in the conversation pasted into the question (else the one before it), as the
+    `key: value` lines a fact list is asked for, after a line that says it is the mock's."""
+    pasted, has_roles = transcript(question)
+    entries = pasted if has_roles or len(messages) == 1 else entries_of(body, messages[:at])
+    found = facts([e for e in entries if e[0] != "note"])  # notes: the instructions and the facts already known
+    lines = [f"{FACT_KEYS.get(k, k)}: {v}" for k, v in found.items()] or [SAY[lang]["no_facts"]]
+    return SAY[lang]["mark"] + SAY[lang]["fact_list"] + "\n" + "\n".join(lines)
+
+
 def summary_of(question: str, body: dict, messages: list[dict], at: int, lang: str) -> str:
     """Summarise what was pasted into the question, else the conversation before it."""
     pasted, has_roles = transcript(question)
@@ -477,8 +490,9 @@ _GREETING = re.compile(r"^\W*(?:hi|hello|hey|good (?:morning|afternoon|evening)|
 def plain_answer(question: str, known: dict[str, str], tools: list[dict], lang: str) -> str:
     """An answer without tools: a recalled fact, an acknowledgement, a greeting, or an honest "I don't know"."""
     say = SAY[lang]
-    if fact := asked_fact(question):
-        return say["mark"] + (say["know_" + fact].format(v=known[fact]) if fact in known else say["forgot_" + fact])
+    if asked := asked_facts(question):
+        return say["mark"] + ("" if lang == "zh" else " ").join(
+            say["know_" + fact].format(v=known[fact]) if fact in known else say["forgot_" + fact] for fact in asked)
     mine = facts([("user", question)])
     if mine and not re.search(r"[?？]", question):
         fact = "name" if "name" in mine else "likes"
@@ -596,6 +610,8 @@ def decide(body: dict, messages: list[dict]) -> list[dict]:
     pairs = episode(messages, at)
     if pairs and tool_results(messages[-1]):
         return after_tools(question, pairs, body, lang)
+    if not forced and LIST_FACTS.search(question):
+        return [text_block(fact_list(question, body, messages, at, lang))]
     if not forced and (SUMMARISE.search(question) or (SUMMARISE.search(system_text(body)) and len(messages) == 1)):
         return [text_block(summary_of(question, body, messages, at, lang))]
     if forced or not asked_fact(question):

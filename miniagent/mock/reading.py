@@ -719,12 +719,18 @@ def fill_args(tool: dict, ask: Ask) -> tuple[list[dict], str | None]:
 _NAME = r"([A-Z][\w'-]*|[\u4e00-\u9fff]{1,4}(?![\u4e00-\u9fff]))"
 _ZH_NAME = r"(?!什么|谁)([\u4e00-\u9fffA-Za-z]{1,8}?)(?=[，。！？,.!?\s；;]|$)"
 _ZH_THING = r"(?!什么)([^，。！？,.!?\n；;]{1,20})"
+# A noted fact: a bulleted `key: value` line, as a list of facts in the user's message writes it
+# ("- name: Ada"; miniagent.context.StructuredMemory's block). The value runs to the end of the line.
+_NOTED = r"(?m)^[ \t]*[-*•][ \t]*{key}[ \t]*[:：][ \t]*"
+_NOTED_NAME = _NOTED.format(key=r"(?i:name|user'?s[ _]name|user_name)") + \
+    r"([A-Z][\w'-]*(?: [A-Z][\w'-]*){0,3}|[\u4e00-\u9fff]{1,4})[ \t]*$"
+_NOTED_LIKES = _NOTED.format(key=r"(?:preferences?|prefers|likes|favou?rite[ _]?\w*)") + r"([^\n]{2,60}?)\s*$"
 # First person: only believed in user (or system) text. Third person: anywhere, e.g. in a summary.
 FIRST_PERSON = {
     "name": [rf"\b(?i:my name is|call me)\s+([A-Za-z][\w'-]*)", rf"\b(?:I'm|I am) {_NAME}(?=\s*(?:[,.!;]|$|and\b))",
-             rf"我叫{_ZH_NAME}", rf"我的名字(?:是|叫){_ZH_NAME}"],
+             rf"我叫{_ZH_NAME}", rf"我的名字(?:是|叫){_ZH_NAME}", _NOTED_NAME],
     "likes": [r"\bI (?:really )?(?:like|love|prefer) ([^.,!?;\n]{2,40})", r"\bmy favou?rite \w+ is ([^.,!?;\n]{2,40})",
-              rf"我(?:很|最)?(?:喜欢|爱|偏爱){_ZH_THING}"],
+              rf"我(?:很|最)?(?:喜欢|爱|偏爱){_ZH_THING}", _NOTED_LIKES],
 }
 THIRD_PERSON = {
     "name": [rf"\b(?i:the user's name is|the user is called)\s+{_NAME}", rf"用户叫{_ZH_NAME}",
@@ -762,7 +768,18 @@ def states_fact(text: str) -> bool:
 
 def asked_fact(question: str) -> str | None:
     """The fact the question asks the model to recall ("What's my name?" -> 'name'), if any."""
-    return next((fact for fact, pattern in ASKS.items() if re.search(pattern, question, re.I)), None)
+    return next(iter(asked_facts(question)), None)
+
+
+def asked_facts(question: str) -> list[str]:
+    """Every fact the question asks to recall, in the order it asks them ("What's my name, and what do I prefer?")."""
+    found = [(m.start(), fact) for fact, pattern in ASKS.items() if (m := re.search(pattern, question, re.I))]
+    return [fact for _, fact in sorted(found)]
+
+
+# A request for a list of facts as `key: value` lines (miniagent.context.StructuredMemory's prompt).
+LIST_FACTS = re.compile(r"\bfacts?\b[^\n]{0,120}?\bkey\s*:\s*value\b|事实[^\n]{0,60}?键\s*[:：]\s*值", re.I)
+FACT_KEYS = {"name": "name", "likes": "preference"}  # the key each fact is listed under
 
 
 # --- the conversation as (role, text) entries ----------------------------------------------------

@@ -42,7 +42,8 @@ print("search_web returns", len(workload.search_web.fn(query="context windows"))
 
 # %% [markdown]
 # The user sets a task, gives their name in turn 2 (not turn 1, which every window below
-# keeps), asks for searches, pages, weather and sums, and at the end asks for their name.
+# keeps), asks for searches, pages, weather and sums, states a preference halfway through
+# (metric units), and at the end asks for their name and what they prefer.
 #
 # **Live, every token is paid for.** This notebook runs the session eight times: at 60
 # turns, as offline, about 870 model calls and 4.8 million input tokens. So live, the
@@ -262,7 +263,7 @@ print(response["stop_reason"], "-", miniagent.text_of(response))
 #
 # The article writes `messages = trimMessages(messages, 10)`: the trimmed list
 # *replaces* the history, so what it drops is gone for good. A policy's `view()` is a
-# new list for one request. Both, on the history before "What's my name?":
+# new list for one request. Both, on the history before the last question:
 
 # %%
 def says_name(messages):  # is turn 2, where the user gave their name, among these messages?
@@ -279,15 +280,18 @@ print(f"trimMessages:    {len(history)} messages left; name in the history: {say
 # %% [markdown]
 # ## What the model still knows at the end
 #
-# The last question was "What's my name?"; the name came in turn 2:
+# The last question was "What's my name, and what do I prefer?"; the name came in turn 2,
+# the preference in turn 31:
 
 # %%
 for label, s in sessions.items():
     print(f"{label:22} {s.answer if not s.broke else f'(no answer: stopped at turn {s.broke[0]})'}")
 
 # %% [markdown]
-# The windows dropped turn 2 long ago, and the model knows only what the request
-# holds. The summary kept the name: its prompt asks for every fact the user stated.
+# The windows dropped turn 2 long ago (and turn 31 too), and the model knows only what the
+# request holds. The summary kept both: its prompt asks for every fact the user stated.
+# Keeping such facts apart, in a small block every request carries, is notebook 09's
+# structured memory (`make bench` measures it beside these policies).
 # This message stands in for the older turns in the summarize session's last call:
 
 # %%
