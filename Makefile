@@ -14,7 +14,7 @@ export MPLBACKEND ?= Agg
 unexport PYTHONDONTWRITEBYTECODE
 
 .DEFAULT_GOAL := help
-.PHONY: help setup lab test test-unit test-props test-memory test-clients test-notebooks test-ui test-live notebooks serve demo bench lint clean
+.PHONY: help setup lab test test-unit test-props test-memory test-clients test-notebooks test-ui test-postgres test-live notebooks serve demo bench lint clean
 
 help:  ## list the targets
 	@echo "miniagent: build an LLM agent from scratch (offline by default)"
@@ -48,13 +48,13 @@ NBVAL := --nbval --nbval-current-env --nbval-sanitize-with tests/nbval-sanitize.
 # SDK clients (test-clients), the mock's fuzz test (test-props, with the 1,000-example
 # property tests) and the check that nbval is strict (test-student).
 test: $(STAMP)  ## unit tests + every notebook compared against its saved outputs (offline)
-	MINIAGENT_OFFLINE=1 $(PY) -m pytest -n 2 --dist loadscope tests notebooks $(NBVAL) -p no:cacheprovider -m "not sdk and not fuzz and not harness and not memory"
+	MINIAGENT_OFFLINE=1 $(PY) -m pytest -n 2 --dist loadscope tests notebooks $(NBVAL) -p no:cacheprovider -m "not sdk and not fuzz and not harness and not memory and not postgres"
 
 test-unit: $(STAMP)  ## unit tests only (as make test runs them, without the notebooks)
-	MINIAGENT_OFFLINE=1 $(PY) -m pytest -n 2 tests -p no:cacheprovider -m "not sdk and not fuzz and not harness and not memory"
+	MINIAGENT_OFFLINE=1 $(PY) -m pytest -n 2 tests -p no:cacheprovider -m "not sdk and not fuzz and not harness and not memory and not postgres"
 
 test-props: $(STAMP)  ## every property test at 1,000 examples (make test runs 100 each), and the mock's fuzz test
-	MINIAGENT_OFFLINE=1 $(PY) -m pytest -n 2 tests -m "hypothesis or fuzz" --hypothesis-profile=thorough -p no:cacheprovider
+	MINIAGENT_OFFLINE=1 $(PY) -m pytest -n 2 tests -m "(hypothesis or fuzz) and not postgres" --hypothesis-profile=thorough -p no:cacheprovider
 
 # The third-party clients (requirements-clients.txt: LangChain, pydantic-ai) go into the same
 # .venv on the first run of test-clients only, so setup and test stay light. `-c requirements.txt`
@@ -71,7 +71,7 @@ $(CLIENTS_STAMP): $(STAMP) requirements-clients.txt
 	@touch $(CLIENTS_STAMP)
 
 test-memory: $(STAMP)  ## the long memory and retrieval suites: concurrent writers, the full retrieval evaluation
-	MINIAGENT_OFFLINE=1 $(PY) -m pytest -n 2 tests -m memory -p no:cacheprovider
+	MINIAGENT_OFFLINE=1 $(PY) -m pytest -n 2 tests -m "memory and not postgres" -p no:cacheprovider
 
 test-clients: $(CLIENTS_STAMP)  ## the official anthropic and openai SDKs, LangChain and pydantic-ai against the mock server (CI runs it)
 	MINIAGENT_OFFLINE=1 $(PY) -m pytest -n 2 tests -m sdk -p no:cacheprovider
@@ -85,6 +85,33 @@ test-ui: $(STAMP)  ## browser tests (headless Chromium): 05's chat widget, a stu
 	$(PY) tests/ui/run_diagram_test.py
 	$(PY) tests/ui/run_cors_test.py
 	MINIAGENT_OFFLINE=1 $(PY) tests/ui/run_serve_test.py
+
+# PostgreSQL, for make test-postgres only: the server from Debian's packages (apt-get, as root, when no
+# /usr/lib/postgresql/*/bin/initdb is there; with pgvector when Debian packages it for that version:
+# Debian 13 does, Debian 12 does not) and the driver (requirements-postgres.txt) into the .venv. On a
+# fresh machine the package is told not to make (and start) a cluster of its own on port 5432.
+# scripts/with_postgres.sh then makes a throwaway server on a free port, exports MINIAGENT_PG_DSN for
+# the tests marked `postgres`, and always stops and deletes it.
+POSTGRES_STAMP := $(VENV)/.installed-postgres
+
+$(POSTGRES_STAMP): $(STAMP) requirements-postgres.txt
+	@ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || { \
+		echo "Installing PostgreSQL from Debian's packages (first run of make test-postgres only)..." && \
+		{ test -e /etc/postgresql-common/createcluster.conf || { mkdir -p /etc/postgresql-common && \
+		  echo "create_main_cluster = false" >/etc/postgresql-common/createcluster.conf; }; } && \
+		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends postgresql >/dev/null; }
+	@v=$$(ls /usr/lib/postgresql | sort -V | tail -n 1); \
+	if [ ! -e /usr/share/postgresql/$$v/extension/vector.control ] && apt-cache show postgresql-$$v-pgvector >/dev/null 2>&1; then \
+		DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends postgresql-$$v-pgvector >/dev/null; fi
+	@if $(VENV)/bin/uv --version >/dev/null 2>&1; then \
+		$(VENV)/bin/uv pip install -q --python $(PY) -r requirements-postgres.txt -c requirements.txt ; \
+	else \
+		$(PY) -m pip install -q -r requirements-postgres.txt -c requirements.txt ; \
+	fi
+	@touch $(POSTGRES_STAMP)
+
+test-postgres: $(POSTGRES_STAMP)  ## memory and retrieval on a throwaway PostgreSQL (Debian's packages, installed on first use): the same tests, cross-process recall, concurrent writers
+	MINIAGENT_OFFLINE=1 MINIAGENT_PG_REQUIRED=1 scripts/with_postgres.sh $(PY) -m pytest -n 2 tests -m postgres -p no:cacheprovider
 
 test-live: $(STAMP)  ## every notebook in LIVE mode, against the mock API over real HTTP (no key leaks)
 	$(PY) tests/live/run_live_notebooks.py

@@ -262,8 +262,12 @@ def fts_query(query: str) -> str:
     unbalanced quotes are matched as text instead of raising a syntax error. OR, with
     BM25 ranking, lets a passage that matches most terms win without requiring all.
     """
-    unique = list(dict.fromkeys(terms(query[:MAX_QUERY_CHARS])))[:MAX_QUERY_TERMS]
-    return " OR ".join('"' + term.replace('"', '""') + '"' for term in unique)
+    return " OR ".join('"' + term.replace('"', '""') + '"' for term in unique_terms(query))
+
+
+def unique_terms(query: str) -> list[str]:
+    """The distinct terms of a query (at most MAX_QUERY_TERMS, from its first MAX_QUERY_CHARS), in order."""
+    return list(dict.fromkeys(terms(query[:MAX_QUERY_CHARS])))[:MAX_QUERY_TERMS]
 
 
 # --- 3. the index ----------------------------------------------------------------------------------
@@ -359,21 +363,10 @@ class Index:
             rows = self.db.execute("SELECT id, vec_distance_cosine(embedding, ?) AS d FROM chunks "
                                    "WHERE embedding IS NOT NULL ORDER BY d, id LIMIT ?", (blob, k)).fetchall()
             return [(rowid, 1.0 - distance) for rowid, distance in rows]
-        import numpy as np
         if self._matrix is None:
-            rows = self.db.execute("SELECT id, embedding FROM chunks WHERE embedding IS NOT NULL "
-                                   "ORDER BY id").fetchall()
-            ids = np.array([r[0] for r in rows], dtype=np.int64)
-            matrix = np.array([np.frombuffer(r[1], dtype="<f4") for r in rows]) if rows else np.zeros((0, 1), "<f4")
-            self._matrix = ids, matrix / np.maximum(np.linalg.norm(matrix, axis=1, keepdims=True), 1e-12)
-        ids, matrix = self._matrix
-        vector = np.frombuffer(blob, dtype="<f4")
-        if len(ids) and matrix.shape[1] != vector.shape[0]:
-            raise ValueError(f"the index holds vectors of {matrix.shape[1]} numbers but the embedder gives "
-                             f"{vector.shape[0]}: search with the embedder the index was built with")
-        scores = matrix @ (vector / max(float(np.linalg.norm(vector)), 1e-12))
-        order = np.argsort(-scores, kind="stable")[:k]
-        return [(int(ids[i]), float(scores[i])) for i in order]
+            self._matrix = normalised_matrix(self.db.execute("SELECT id, embedding FROM chunks WHERE embedding "
+                                                             "IS NOT NULL ORDER BY id").fetchall())
+        return nearest(self._matrix, blob, k)
 
     def titles(self) -> list[str]:
         """The distinct document titles, in the order they were added."""
@@ -393,6 +386,27 @@ class Index:
 def _indexed_text(chunk: Chunk) -> str:
     """What is searched: the document's title, then the chunk (the title is not shown in citations)."""
     return f"{chunk.title}\n{chunk.text}" if chunk.title and not chunk.text.startswith("#") else chunk.text
+
+
+def normalised_matrix(rows: Sequence[tuple[int, bytes]]) -> tuple[Any, Any]:
+    """(ids, matrix) from (id, float32 blob) rows, each row of the matrix scaled to length 1."""
+    import numpy as np
+    ids = np.array([r[0] for r in rows], dtype=np.int64)
+    matrix = np.array([np.frombuffer(r[1], dtype="<f4") for r in rows]) if rows else np.zeros((0, 1), "<f4")
+    return ids, matrix / np.maximum(np.linalg.norm(matrix, axis=1, keepdims=True), 1e-12)
+
+
+def nearest(ids_matrix: tuple[Any, Any], blob: bytes, k: int) -> list[tuple[int, float]]:
+    """The k ids whose vectors have the highest cosine similarity with `blob`'s: a brute-force scan in numpy."""
+    import numpy as np
+    ids, matrix = ids_matrix
+    vector = np.frombuffer(blob, dtype="<f4")
+    if len(ids) and matrix.shape[1] != vector.shape[0]:
+        raise ValueError(f"the index holds vectors of {matrix.shape[1]} numbers but the embedder gives "
+                         f"{vector.shape[0]}: search with the embedder the index was built with")
+    scores = matrix @ (vector / max(float(np.linalg.norm(vector)), 1e-12))
+    order = np.argsort(-scores, kind="stable")[:k]
+    return [(int(ids[i]), float(scores[i])) for i in order]
 
 
 def _blobs(vectors: Sequence[Sequence[float]]) -> list[bytes]:

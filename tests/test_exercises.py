@@ -962,7 +962,8 @@ def test_no_answer_makes_any_check_raise(nb01):
 
 
 @pytest.mark.parametrize("key", ["01-3", "02-2", "03-1", "03-3", "04-1", "04-2", "04-3", "05-1", "05-2", "05-3",
-                                 "06-1", "06-2", "06-3", "07-1", "07-2", "07-3", "08-1", "08-2", "08-3"])
+                                 "06-1", "06-2", "06-3", "07-1", "07-2", "07-3", "08-1", "08-2", "08-3",
+                                 "09-1", "09-2", "09-3"])
 def test_an_answer_that_never_returns_is_reported_not_waited_for(key, short_timeout, nb01, nb04):
     """Learner code that hangs (an endless loop, a sleep of an hour) costs a check TIMEOUT seconds."""
     def hangs(*args, **kwargs):
@@ -1465,3 +1466,52 @@ def test_08_3_wrong_answers():
                 del m["content"]
         return out
     not_yet(exercises.check_08_3(drops_content), '"content" (None if no text)')
+
+
+# --- 09 · Memory and retrieval ------------------------------------------------------------------
+
+
+def test_09_1_reference_and_wrong_answers():
+    def reference(text):
+        return "%" + text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
+    done(exercises.check_09_1(reference))
+    not_yet(exercises.check_09_1(lambda text: f"%{text}%"), "% and _ are wildcards")
+    not_yet(exercises.check_09_1(lambda text: "%" + text.replace("%", "\\%").replace("_", "\\_") + "%"),
+            "escape the backslash itself")
+    not_yet(exercises.check_09_1(lambda text: text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")),
+            "keep % before and after")
+    wrong_kind(exercises.check_09_1(lambda text: [text]), "return a str")
+
+
+def test_09_2_reference_and_wrong_answers():
+    def reference(question):
+        return " OR ".join('"' + word.replace('"', '""') + '"' for word in question.split())
+    done(exercises.check_09_2(reference))
+    not_yet(exercises.check_09_2(lambda q: q), "join the words with OR")
+    not_yet(exercises.check_09_2(lambda q: " OR ".join(q.split())), "as syntax")
+    not_yet(exercises.check_09_2(lambda q: " ".join('"' + w.replace('"', '""') + '"' for w in q.split())),
+            "join the words with OR")
+    not_yet(exercises.check_09_2(lambda q: " OR ".join(f'"{w}"' for w in q.split())), "doubled")
+    wrong_kind(exercises.check_09_2(lambda q: q.split()), "return a str")
+
+
+def test_09_3_reference_and_wrong_answers():
+    def reference(rankings, k=60):
+        scores = {}
+        for ranking in rankings:
+            for rank, item in enumerate(ranking, start=1):
+                scores[item] = scores.get(item, 0.0) + 1 / (k + rank)
+        return sorted(scores, key=lambda item: -scores[item])
+    done(exercises.check_09_3(reference))
+    not_yet(exercises.check_09_3(lambda rankings, k=60: reference(rankings, 60)), "use the k you are given")
+    not_yet(exercises.check_09_3(lambda rankings, k=60: [x for r in rankings for x in r]), "every id")
+
+    def from_zero(rankings, k=60):  # rank counted from 0
+        scores = {}
+        for ranking in rankings:
+            for rank, item in enumerate(ranking):
+                scores[item] = scores.get(item, 0.0) + 1 / (k + rank)
+        return sorted(scores, key=lambda item: -scores[item])
+    done_or_not = exercises.check_09_3(from_zero)  # often the same order: only a case that separates them fails it
+    assert done_or_not.kind in (DONE, NOT_YET)
+    wrong_kind(exercises.check_09_3(lambda rankings, k=60: [(x, 1.0) for x in reference(rankings, k)]), "pairs")

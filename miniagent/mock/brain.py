@@ -13,9 +13,10 @@ notebooks show statelessness, memory and context trimming without a network.
 It is plausible, not clever. Reading the request (the language, the kinds of
 request, cities, numbers, stated facts, arguments from a schema) lives in
 `reading.py`; this module decides what to answer: which tools to call and with
-what, the final answer composed from the tool results, one correction of a failed
-call, a summary when asked for one, and otherwise a brief answer that says it is
-the offline mock. Read it top to bottom: what to say, picking tools, planning the
+what, the final answer composed from the tool results (quoting the sentence that fits
+the question, with its citation, when the results cite their sources: a search, a
+recalled memory), one correction of a failed call, a summary when asked for one, and
+otherwise a brief answer that says it is the offline mock. Read it top to bottom: what to say, picking tools, planning the
 calls, answering after tool results, summaries, plain answers, thinking, then the
 response and the limits every answer passes through (stop sequences, max_tokens).
 
@@ -37,10 +38,10 @@ from itertools import groupby
 from miniagent.messages import clean_text, text_block, text_of, tool_results
 from miniagent.mock import structured, thinking
 from miniagent.mock.reading import (
-    FACT_KEYS, LIST_FACTS, SUMMARISE, Ask, Pair, args_text, asked_concepts, asked_fact, asked_facts, content_words,
-    entries_of, episode, facts, fill_args, find_cities, kind, language, numbers, primary_concept, question_index,
-    quoted, readable_schema, schema_properties, states_fact, system_text, tool_concepts, tool_words, transcript,
-    user_text, values_for,
+    FACT_KEYS, LIST_FACTS, SUMMARISE, Ask, Pair, about_the_user, args_text, as_fact, asked_concepts,
+    asked_facts, content_words, entries_of, episode, facts, fill_args, find_cities, is_lookup, is_question, kind,
+    language, numbers, primary_concept, question_index, quoted, readable_schema, recalls_memory, schema_properties,
+    states_fact, system_text, tool_concepts, tool_words, transcript, user_text, values_for,
 )
 from miniagent.tokens import BLOCK_OVERHEAD, estimate_text
 
@@ -65,6 +66,7 @@ SAY = {
         "got_name": "Nice to meet you, {v}! I'll know your name for as long as it stays in this conversation.",
         "got_likes": "Noted: you like {v}. I'll know it for as long as it stays in this conversation.",
         "time": "It is {r}.", "math": "{e} = {r}", "weather": "{c}: {r}", "other": "{n} returned: {r}",
+        "found": "{n} found: {q}",
         "failed": '{call} failed: "{r}"',
         "failed_again": '{call} failed again after one correction: "{r}"',
         "retry": "{n} failed, so I'll try again with {k} = {v}.",
@@ -88,6 +90,7 @@ SAY = {
         "got_name": "你好，{v}！只要这句话还在对话里，我就记得你的名字。",
         "got_likes": "记下了：你喜欢{v}。只要这句话还在对话里，我就记得。",
         "time": "现在是 {r}。", "math": "{e} = {r}", "weather": "{c}：{r}", "other": "{n} 返回：{r}",
+        "found": "{n} 找到：{q}",
         "failed": "{call} 失败：「{r}」",
         "failed_again": "{call} 修正一次后仍然失败：「{r}」",
         "retry": "{n} 出错了，我把 {k} 改成 {v} 再试一次。",
@@ -123,33 +126,48 @@ def pick_tools(question: str, tools: list[dict]) -> list[Pick]:
     """The tools the question needs, ordered by where the question asks for them.
 
     A tool the concept table knows is picked when the question asks for its concept
-    (the best-fitting one if several tools share it). A tool it doesn't know is picked
-    when it shares content words with the question. A tool whose name and description
-    say nothing ("tool_1", "Does things.") can match neither, so it is never picked.
+    (the best-fitting one if several tools share it: first the one mostly about it, so
+    "recall" picks the recall tool, not the remember tool whose description says a fact
+    can "be recalled"). A tool it doesn't know is picked when it shares content words
+    with the question (two for a tool with a known concept; one for a tool that finds
+    things again when the question asks something, since its description names what it
+    holds: "Search the documents (年假, ...)"); a word the question shares with a tool already picked for its concept
+    is explained by that tool and picks no other ("Forget memory 1" is not also a
+    "memory" for remember). A question about the user that no tool fits goes to a tool
+    that recalls what earlier conversations kept. A tool whose name and description say
+    nothing ("tool_1", "Does things.") can match none of these, so it is never picked.
     """
     asked = asked_concepts(question)
     known = [tool_concepts(t) for t in tools]
+    primary = [primary_concept(t) for t in tools]
 
-    def fit(i: int) -> tuple:  # the share of the tool's concepts that were asked, then how many, then the first
+    def fit(i: int, concept: str) -> tuple:  # mostly about it, the share of its concepts asked, how many, the first
         hits = len(known[i] & asked.keys())
-        return hits / len(known[i]), hits, -i
+        return primary[i] == concept, hits / len(known[i]), hits, -i
 
     picks: list[Pick] = []
     for concept in sorted(asked, key=lambda c: asked[c][0]):
-        covering = next((p for p in picks if concept in known[p.index]), None)
+        candidates = [i for i, cs in enumerate(known) if concept in cs]
+        best = max(candidates, key=lambda i: fit(i, concept)) if candidates else None
+        covering = next((p for p in picks if p.index == best or concept in known[p.index]
+                         and primary[best] != concept), None) if candidates else None
         if covering:
             covering.anchors += asked[concept]
-        elif candidates := [i for i, cs in enumerate(known) if concept in cs]:
-            picks.append(Pick(max(candidates, key=fit), list(asked[concept])))
+        elif best is not None:
+            picks.append(Pick(best, list(asked[concept])))
     words = content_words(question)
     picked = {p.index for p in picks}
+    explained = {w for i in picked for w in tool_words(tools[i])}
+    asks = is_question(question)
     for i, tool in enumerate(tools):
         if i in picked:
             continue
         theirs = tool_words(tool)
-        shared = [(pos, w) for pos, w in words if w in theirs]
-        if len({w for _, w in shared}) >= (2 if known[i] else 1):
+        shared = [(pos, w) for pos, w in words if w in theirs and w not in explained]
+        if len({w for _, w in shared}) >= (2 if known[i] and not (is_lookup(tool) and asks) else 1):
             picks.append(Pick(i, [pos for pos, _ in shared], strong=False))
+    if not picks and (me := about_the_user(question)) is not None:
+        picks = [Pick(i, [me], strong=False) for i, t in enumerate(tools) if recalls_memory(t)][:1]
     return sorted(picks, key=lambda p: min(p.anchors))
 
 
@@ -220,6 +238,9 @@ def plan(question: str, tools: list[dict], choice: dict) -> tuple[list[dict], li
                 missing.append((name, lacking))
             continue
         nums[:], quotes[:] = ask.numbers, ask.quoted  # what this tool used is gone for the next one
+        if primary_concept(tools[pick.index]) == "remember" and mode == "auto":  # kept for later: on its own
+            inputs = [{k: as_fact(v) if isinstance(v, str) and v in question else v for k, v in inp.items()}
+                      for inp in inputs]
         calls += [_tool_use(name, inp) for inp in inputs]
     return calls, missing
 
@@ -331,12 +352,64 @@ def _failed_before(pairs: list[Pair], name: str, round_no: int) -> bool:
     return any(p.error and p.round < round_no and p.call.get("name") == name for p in pairs)
 
 
-def result_line(pair: Pair, tool: dict, lang: str, again: bool) -> str:
-    """One line of the final answer: a result phrased by the kind of tool, or the failure quoted."""
+# A passage's citation on its own line, the passage below it ("[en/leave.md:1-7]"), or a record's id
+# before its text on one line ("#3 [user] The user's favourite colour is green.", the subject left out).
+_CITATION = re.compile(r"^\s*(\[[^\]\s]+:\d+(?:-\d+)?\])\s*(.*)$")
+_RECORD = re.compile(r"^\s*#(\d+)\s+(?:\[[^\]\n]{0,200}\]\s+)?(\S.*)$")
+_SENTENCE = re.compile(r"(?<=[.!?])\s+(?=\S)|(?<=[。！？])")
+
+
+def passages(result: str) -> list[tuple[str, str]]:
+    """(citation, text) of each passage or record a result holds, in the tool's order; [] if it cites nothing."""
+    found: list[list[str]] = []
+    for line in result.splitlines():
+        if m := _CITATION.match(line):
+            found.append([m.group(1), m.group(2)])
+        elif m := _RECORD.match(line):
+            found.append([f"[#{m.group(1)}]", m.group(2)])
+        elif found:
+            found[-1][1] += "\n" + line
+    return [(c, t.strip()) for c, t in found if t.strip()]
+
+
+def quote(question: str, cited: list[tuple[str, str]], lang: str) -> str:
+    """The sentence of the passages that shares the most words with the question, with its citation.
+
+    Words of the headings above a sentence count for it too (a sentence under "# 年假" is about
+    年假), and of two sentences that fit as well, the one whose headings fit better wins (a section
+    about the topic beats a passing mention), then the passage the tool ranked first; with no
+    overlap at all, that is the first passage's first sentence."""
+    asked = {w for _, w in content_words(question)}
+    hits = lambda text: len(asked & {w for _, w in content_words(text)})
+    scored = []  # (score, of it from the headings, -passage rank, -sentence rank, citation, sentence): max wins
+    for rank, (citation, text) in enumerate(cited):
+        headings: dict[int, str] = {}  # the headings above a sentence say what it is about: they count too
+        for line in (line.strip() for line in text.splitlines() if line.strip()):
+            if m := re.match(r"(#+)\s*(.*)", line):
+                level = len(m.group(1))
+                headings = {k: v for k, v in headings.items() if k < level} | {level: m.group(2)}
+                continue
+            for sentence in (x.strip() for x in _SENTENCE.split(line) if x.strip()):
+                topic = hits(" ".join(headings.values()))
+                scored.append((hits(sentence) + topic, topic, -rank, -len(scored), citation, sentence))
+    if not scored:
+        return ""
+    *_, citation, sentence = max(scored)
+    return f"{_clip(sentence, 300).rstrip('.。!！?？ ')} {citation}{'。' if lang == 'zh' else '.'}"
+
+
+def result_line(pair: Pair, tool: dict, lang: str, again: bool, question: str = "") -> str:
+    """One line of the final answer: a result phrased by the kind of tool, or the failure quoted.
+
+    A result that cites its passages (a search, a recall) is answered with the sentence that
+    fits the question best, and its citation, so the answer says where it comes from.
+    """
     say, r = SAY[lang], _clip(pair.result, 300)
     name, inp = pair.call.get("name", ""), pair.call.get("input") or {}
     if pair.error:
         return say["failed_again" if again else "failed"].format(call=f"{name}({args_text(pair.call)})", r=r)
+    if (cited := passages(pair.result)) and (said := quote(question, cited, lang)):
+        return say["found"].format(n=name, q=said)
     concept = primary_concept(tool)
     props = schema_properties(tool)
     value_of = lambda k: next((str(v) for n, v in inp.items() if kind(n, props.get(n, {"type": "string"})) == k), None)
@@ -385,7 +458,7 @@ def final_answer(question: str, pairs: list[Pair], tools: list[dict], lang: str)
                 done.add(retry)
                 pair = pairs[retry]
         again = pair.error and _failed_before(pairs, tool["name"], pair.round)
-        lines.append(result_line(pair, tool, lang, again))
+        lines.append(result_line(pair, tool, lang, again, question))
     return SAY[lang]["mark"] + "\n".join(lines)
 
 
@@ -614,7 +687,10 @@ def decide(body: dict, messages: list[dict]) -> list[dict]:
         return [text_block(fact_list(question, body, messages, at, lang))]
     if not forced and (SUMMARISE.search(question) or (SUMMARISE.search(system_text(body)) and len(messages) == 1)):
         return [text_block(summary_of(question, body, messages, at, lang))]
-    if forced or not asked_fact(question):
+    known = facts(entries_of(body, messages))
+    asked = asked_facts(question)
+    # A fact this conversation holds is answered from it; one it lacks may be looked up with a tool.
+    if forced or not asked or any(f not in known for f in asked) or "recall" in asked_concepts(question):
         calls, missing = plan(question, tools, choice)
         if calls:
             calls = calls[:1] if choice.get("disable_parallel_tool_use") else calls
@@ -622,7 +698,6 @@ def decide(body: dict, messages: list[dict]) -> list[dict]:
         if missing:
             tool, prop = missing[0]
             return [text_block(SAY[lang]["mark"] + SAY[lang]["need"].format(tool=tool, field=prop))]
-    known = facts(entries_of(body, messages))
     said = plain_answer(question, known, tools, lang)
     if choice.get("type") != "none" and (answered := output_call(tools, question, [], said, known)) is not None:
         return [answered]

@@ -4,8 +4,10 @@ The mock's brain (`brain.py`) decides what to answer; this module only reads. It
 finds the question being worked on and the tool calls made for it, the language it
 is written in, the kinds of request it makes (weather, time, arithmetic, ...), the
 values an argument could take (cities, expressions, numbers, quoted strings), the
-facts a conversation states (a name, a preference), and fills a tool's arguments
-from its JSON schema. Keeping the reading apart lets each half be read on its own.
+facts a conversation states (a name, a preference), whether a question is about the
+user (what a memory tool would hold), and fills a tool's arguments from its JSON schema.
+Chinese is read as overlapping pairs of characters, since it has no spaces between words.
+Keeping the reading apart lets each half be read on its own.
 
 Everything here is a small table of keywords or a regular expression, not language
 understanding: the point is an answer that is plausible, deterministic and easy to
@@ -18,6 +20,7 @@ from __future__ import annotations
 import math
 import re
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import Any
 
 from miniagent.messages import blocks, result_text, text_of, tool_results, tool_uses
@@ -195,8 +198,12 @@ def clause(text: str, pos: int) -> str:
 
 _FILLER = re.compile(
     r"^(?:(?:please|can you|could you|would you|help me|i want to|i'd like to|tell me|and|also|then|now|just"
-    r"|search(?: for)?|look up|find|translate|convert)\s+)+|^(?:请|帮我|你能|能不能|麻烦|顺便|再|然后|告诉我"
-    r"|搜索一下|搜一下|搜索|查找|查一下|翻译一下|翻译)+", re.IGNORECASE)
+    r"|search(?: for)?|look up|find|translate|convert|remember(?: that)?|note down(?: that)?|recall|forget)\s+)+"
+    r"|^(?:请|帮我|你能|能不能|麻烦|顺便|再|然后|告诉我|搜索一下|搜一下|搜索|查找|查一下|翻译一下|翻译|记住|记下|记一下)+",
+    re.IGNORECASE)
+_CUT = re.compile(r"[,;?!，。；？！\n]|(?<!\d)\.(?!\d)")
+# A clause that only points back ("Recall it from memory", "记住它") means the clause it points to.
+_POINTS_BACK = re.compile(r"^(?:it|that|this|them|those|these)\b|^(?:它|这|那)", re.I)
 
 
 def phrase(question: str, anchors: list[int]) -> str:
@@ -207,7 +214,45 @@ def phrase(question: str, anchors: list[int]) -> str:
     """
     text = clause(question, min(anchors)) if anchors else question
     text = re.sub(r"\s+(?:please|for me|thanks)\W*$|(?:吧|呢|一下)\W*$", "", _FILLER.sub("", text), flags=re.I)
+    if anchors and _POINTS_BACK.search(text):
+        others = [c.strip() for c in _CUT.split(question) if c.strip() and c.strip() != clause(question, min(anchors))]
+        meant = next((c for c in others if content_words(c)), others[0] if others else None)
+        if meant:
+            return phrase(meant, [])
     return text.strip(" ?？!！.。") or question.strip()
+
+
+_MODALS = {"can", "could", "will", "would", "shall", "should", "may", "might", "must", "was", "did", "had"}
+_IRREGULAR = {"am": "is", "have": "has", "do": "does", "go": "goes", "'m": "is", "'ve": "has", "'d": "would",
+              "'ll": "will", "don't": "doesn't", "haven't": "hasn't"}
+
+
+def _third_person_verb(verb: str) -> str:
+    low = verb.lower()
+    if low in _IRREGULAR:
+        return _IRREGULAR[low]
+    if low in _MODALS or not low.isalpha():
+        return verb
+    if re.search(r"(?:s|sh|ch|x|z|o)$", low):
+        return verb + "es"
+    return verb[:-1] + "ies" if re.search(r"[^aeiou]y$", low) else verb + "s"
+
+
+def as_fact(text: str) -> str:
+    """A statement in the first person rewritten to make sense on its own, later, as a memory does:
+    "my favourite colour is green" -> "The user's favourite colour is green.", "I like tea" -> "The
+    user likes tea.", 我最喜欢的颜色是绿色 -> 用户最喜欢的颜色是绿色。"""
+    text = text.strip()
+    if language(text) == "zh":
+        text = re.sub(r"我(?:自己)?(?!们)", "用户", text)
+        return text if re.search(r"[。！？.!?]$", text) else text + "。"
+    text = re.sub(r"\b(?:my|mine)\b", "the user's", text, flags=re.I)
+    text = re.sub(r"\bmyself\b", "themselves", text, flags=re.I)
+    text = re.sub(r"\bI('m|'ve|'d|'ll)|\bI\s+(don't|haven't|[A-Za-z]+)\b",
+                  lambda m: "the user " + _third_person_verb(m.group(1) or m.group(2)), text)
+    text = re.sub(r"\bme\b", "the user", text)
+    text = text[:1].upper() + text[1:]
+    return text if re.search(r"[.!?]$", text) else text + "."
 
 
 # --- kinds of request, and the words that signal them ------------------------------------------
@@ -220,7 +265,12 @@ CONCEPTS = {
     "search": r"\b(?:search\w*|look up)\b|搜索|搜一下|查找",
     "convert": r"\b(?:convert\w*|conversion)\b|转换|换算",
     "translate": r"\btranslat\w*|翻译",
+    # long-term memory: keeping a fact, looking one up again, deleting one
+    "remember": r"\b(?:remember|memori[sz]e|keep in mind|note down)\b|记住|记下|记一下|记着",
+    "recall": r"\b(?:recall\w*|remind\w*)\b|回忆|想起|记得",
+    "forget": r"\b(?:forget|forgets|delete|deletes|erase|erases)\b|忘掉|忘记|忘了|删除|删掉",
 }
+LOOKUP = ("search", "recall")  # concepts of tools that find things again: their descriptions name what they hold
 _CONCEPT_RX = {c: re.compile(p, re.IGNORECASE) for c, p in CONCEPTS.items()}
 
 SUMMARISE = re.compile(r"\bsummar(?:ise|ize|y)\w*|\bcompress\w*|\btl;?dr\b|总结|摘要|概括|压缩", re.I)
@@ -252,23 +302,87 @@ def primary_concept(tool: dict) -> str | None:
 
 
 def asked_concepts(question: str) -> dict[str, list[int]]:
-    """Concept -> positions where the question asks for it (an arithmetic expression asks for math)."""
+    """Concept -> positions where the question asks for it (an arithmetic expression asks for math).
+
+    "Remember" in a question ("Do you remember my name?") asks to recall, not to keep something.
+    """
     asked = {c: [m.start() for m in rx.finditer(question)] for c, rx in _CONCEPT_RX.items()}
     asked["math"] = sorted(asked["math"] + [pos for pos, _ in expressions(question)])
+    for pos in list(asked["remember"]):
+        end = re.search(r"[,;?!，。；？！\n]|(?<!\d)\.(?!\d)|$", question[pos:pos + 300]).group()  # its clause's end
+        if end in ("?", "？") and not re.match(r"\w+\s+that\b", question[pos:], re.I):
+            asked["remember"].remove(pos)
+            asked["recall"] = sorted(asked["recall"] + [pos])
     return {c: pos for c, pos in asked.items() if pos}
 
 
-def content_words(text: str) -> list[tuple[int, str]]:
+def is_lookup(tool: dict) -> bool:
+    """Whether a tool finds things again (its main concept is search or recall)."""
+    return primary_concept(tool) in LOOKUP
+
+
+def recalls_memory(tool: dict) -> bool:
+    """Whether a tool looks up what was kept from earlier conversations: its main concept is recall,
+    or it searches and says it searches a memory."""
+    concept = primary_concept(tool)
+    says_memory = re.search(r"\bmemor(?:y|ies)\b|记忆", tool_text(tool), re.I)
+    return concept == "recall" or concept == "search" and bool(says_memory)
+
+
+# A question about the user (their own name, likes, things): what a memory of earlier conversations holds.
+_ABOUT_ME = re.compile(r"\b(?:my|mine)\b|我的|我(?:最|很)?(?:喜欢|爱|叫|住)", re.I)
+_QUESTION = re.compile(r"[?？]|^\W*(?:what|who|where|when|which|how|do|does|did|is|are|was|were)\b"
+                       r"|什么|哪|谁|吗|几|多少|怎么", re.I)
+
+
+def is_question(text: str) -> bool:
+    """Whether the text asks something (a question mark, a question word), rather than only says something."""
+    return bool(_QUESTION.search(text))
+
+
+def about_the_user(question: str) -> int | None:
+    """Where the question asks something about the user ("What is my favourite colour?", "我最喜欢什么颜色？"):
+    a question about what is the user's ("my ...", 我的, 我最喜欢) with something to look for; else None."""
+    me = _ABOUT_ME.search(question)
+    if me and (asked_facts(question) or _QUESTION.search(question) and content_words(question)):
+        return me.start()
+    return None
+
+
+# Chinese function and question characters: a run of Chinese is cut at them before it is paired, so
+# 我每年有多少天年假 gives 每年 ... 年假, and never 什么 or 的X (they would match every text).
+_CJK_STOP = "的了吗呢吧啊是在和与或我你他她它们这那哪谁什么怎几个请把被给让有也都就还要"
+_CJK_RUN = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]+")
+
+
+@lru_cache(maxsize=65536)
+def _concept_word(word: str) -> bool:
+    return any(rx.fullmatch(word) for rx in _CONCEPT_RX.values())
+
+
+def content_words(text: str, cjk: bool = True) -> list[tuple[int, str]]:
     """(position, word) for words that carry meaning: 4+ letters, no stopwords, no concept words.
 
-    A final "s" is dropped from longer words, so "recipes" and "recipe" match.
+    A final "s" is dropped from longer words, so "recipes" and "recipe" match. Chinese has no
+    spaces between words, so a run of it gives its overlapping pairs of characters (带薪年假 ->
+    带薪, 薪年, 年假; most Chinese words are two characters long), the way search engines index
+    it; the run is first cut at function characters (_CJK_STOP). `cjk=False` leaves them out.
     """
     words = []
     for m in re.finditer(r"[A-Za-z][A-Za-z'-]{3,}", text):
         w = m.group().lower()
-        if w in _STOPWORDS or any(rx.fullmatch(w) for rx in _CONCEPT_RX.values()):
+        if w in _STOPWORDS or _concept_word(w):
             continue
         words.append((m.start(), w[:-1] if w.endswith("s") and len(w) > 4 else w))
+    if cjk:
+        for m in _CJK_RUN.finditer(text):
+            for run in re.finditer(f"[^{_CJK_STOP}]{{2,}}", m.group()):
+                at = m.start() + run.start()
+                for i in range(len(run.group()) - 1):
+                    pair = run.group()[i:i + 2]
+                    if not _concept_word(pair):
+                        words.append((at + i, pair))
+        words.sort()
     return words
 
 
@@ -649,7 +763,7 @@ def string_values(name: str, prop: dict, k: str, ask: Ask, required: bool) -> li
     if k == "sentiment":
         return [sentiment(text)] if required else []
     if k == "keyword" and not ask.quoted:  # the question's own content words, a few
-        found = list(dict.fromkeys(w for _, w in content_words(ask.question)))[:3]
+        found = list(dict.fromkeys(w for _, w in content_words(ask.question, cjk=False)))[:3]
         return found[:1] if required else found
     if ask.quoted:
         return [ask.quoted.pop(0)]
@@ -740,7 +854,8 @@ THIRD_PERSON = {
 ASKS = {
     "name": r"\bwhat(?:'s| is) my name\b|\b(?:know|remember) my name\b|\bwho am i\b"
             r"|我叫什么|我的名字(?:是|叫)?什么|我是谁|记得我的名字|知道我的名字",
-    "likes": r"\bwhat do i (?:like|love|prefer)\b|\bwhat(?:'s| is) my favou?rite\b|我喜欢什么|我爱什么",
+    "likes": r"\bwhat do i (?:like|love|prefer)\b|\bwhat(?:'s| is) my favou?rite\b|我(?:最|很)?(?:喜欢|爱)什么"
+             r"|我(?:最|很)?(?:喜欢|爱)的\w{0,6}是什么",
 }
 _NOT_NAMES = {"Sorry", "Not", "Fine", "Good", "Here", "Back", "Done", "Ready", "Okay", "Ok", "Sure", "Happy",
               "Glad", "Also", "Just", "So", "Chinese", "English", "The"}

@@ -389,5 +389,5 @@ def reference_to_openai_messages(messages):
 miniagent.exercises.check_08_3(reference_to_openai_messages)
 
 # %% [markdown]
-# **Next: 09 · Memory and retrieval** (being written: see the [roadmap](../README.md#roadmap)):
+# **Next: [09 · Memory and retrieval](09_memory_retrieval.ipynb)**:
 # what the agent knows next week, and where it read it.
