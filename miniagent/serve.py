@@ -20,7 +20,7 @@ The rest is what makes it safe to leave running:
   history (cut with `SlidingWindow`, so never between a tool_use and its tool_result);
 - every refused request gets a 4xx (or 5xx) with one JSON shape, `{"error": {"type",
   "message"}}`, and the service carries on;
-- a client that goes away mid-stream cancels its run, tools included; the conversation
+- a client that goes away (mid-stream, or before a JSON answer) cancels its run, tools included; the conversation
   keeps the history it had before the question (the agent guarantees that);
 - the API key stays here: the browser talks to this service, never to the API. The
   service listens on 127.0.0.1, answers only requests addressed to a local host name (so
@@ -291,6 +291,27 @@ def steps_to(emit: Emit) -> Callable[[dict], None]:
     return on_step
 
 
+async def until_disconnected(request: Request, run: Any, every: float = 0.25) -> Any:
+    """Await `run`, unless the client disconnects first: then cancel it (tools included) and return None.
+
+    A JSON answer is written only at the end, so nothing tells the server the client left;
+    it asks `request.is_disconnected()` a few times a second while the run goes on.
+    """
+    task = asyncio.ensure_future(run)
+    try:
+        while True:
+            done, _ = await asyncio.wait({task}, timeout=every)
+            if done:
+                return task.result()
+            if await request.is_disconnected():
+                task.cancel()
+                await asyncio.gather(task, return_exceptions=True)
+                return None
+    finally:
+        if not task.done():  # this request's own task was cancelled (the server is stopping)
+            task.cancel()
+
+
 def usage_of(result: Any) -> dict:
     return asdict(result.usage)
 
@@ -420,9 +441,11 @@ def create_app(*, agent_factory: Callable[[], Any] | None = None, max_conversati
                 calls[data["id"]].update(result=data["content"], is_error=data["is_error"])
 
         try:
-            result = await service.run(conversation, message, collect)
+            result = await until_disconnected(request, service.run(conversation, message, collect))
         finally:
             service.release(conversation)
+        if result is None:  # the client went away: its run was cancelled, and nobody reads an answer
+            return Response(status_code=499)
         if result.stop == "api_error":
             raise ServiceError(502, "api_error", result.reason)
         return {"conversation_id": conversation.id, "text": result.text, "stop": result.stop,

@@ -688,3 +688,17 @@ def test_any_arguments_string_is_never_a_500(arguments):
     reply = MockAPI().handle("POST", "/v1/chat/completions", BEARER,
                              json.dumps({"model": "m", "messages": messages}).encode())
     assert reply.status in (200, 400), reply.body
+
+
+@pytest.mark.parametrize("question, words", [("Who won the 1998 World Cup?", "point your client at the provider's own base URL"),
+                                             ("1998 年世界杯谁赢了？", "请把客户端指向服务商自己的 base URL")])
+def test_the_mock_says_how_to_go_live_from_where_the_client_is(mock, question, words):
+    """An OpenAI client is told to use its provider's URL and key; the Messages API's text names Anthropic's."""
+    reply = chat(mock, {"model": "deepseek-flash", "messages": [{"role": "user", "content": question}]})
+    text = reply.json()["choices"][0]["message"]["content"]
+    assert words in text and "ANTHROPIC" not in text
+    anthropic = mock.handle("POST", "/v1/messages", {"x-api-key": "k", "anthropic-version": "2023-06-01",
+                                                     "content-type": "application/json"},
+                            json.dumps({"model": "claude-sonnet-5-5", "max_tokens": 300,
+                                        "messages": [{"role": "user", "content": question}]}).encode())
+    assert "ANTHROPIC_API_KEY" in json.loads(anthropic.body)["content"][0]["text"]

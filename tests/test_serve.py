@@ -485,3 +485,29 @@ def test_limits_must_be_positive():
     for bad in (0, -1, True, 1.5):
         with pytest.raises(ValueError, match="max_concurrent_runs must be an integer of at least 1"):
             create_app(agent_factory=agents(), max_concurrent_runs=bad)
+
+
+def test_a_client_that_leaves_a_json_request_cancels_its_run_and_its_tool():
+    async def scenario():
+        wait_tool, started, _, cancelled = blocking_tool()
+        mock = MockAPI(api_keys={KEY})
+        app = create_app(agent_factory=agents(mock, [wait_tool]))
+        service = app.state.service
+        async with serving(app) as url, httpx.AsyncClient(base_url=url, timeout=WAIT) as http:
+            first = (await http.post("/chat", json={"message": "What is 2 + 2?"})).json()
+            cid = first["conversation_id"]
+            conversation = service.conversations.get(cid)
+            before = list(conversation.agent.history)
+            mock.script(scripts.tool_call("wait_for_release", {"what": "x"}, text="Let me wait."))
+            async with httpx.AsyncClient(base_url=url, timeout=WAIT) as leaving:
+                request = asyncio.create_task(leaving.post("/chat", json={"message": "Wait.", "conversation_id": cid}))
+                await asyncio.wait_for(started.wait(), WAIT)
+                request.cancel()  # the client gives up: its connection closes with the tool still waiting
+                await asyncio.gather(request, return_exceptions=True)
+            await asyncio.wait_for(cancelled.wait(), WAIT)
+            await wait_until(lambda: not conversation.busy and service.running == 0)
+            assert conversation.agent.history == before
+            return await http.post("/chat", json={"message": "What is 3 + 4?", "conversation_id": cid})
+
+    again = asyncio.run(scenario())
+    assert again.status_code == 200 and "7" in again.json()["text"]

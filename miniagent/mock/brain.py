@@ -52,8 +52,9 @@ SAY = {
         "mark": "(mock) ",
         "hello": "Hello{name}! I'm the mock model, not a real one. Ask me something, or give me tools to call.",
         "unknown": ("I'm the mock model: I can call the tools you give me, remember what is in this "
-                    "conversation and summarise it, but I know nothing else, so I can't answer \"{q}\". "
-                    "To ask a real model, set ANTHROPIC_API_KEY to a real key and leave ANTHROPIC_BASE_URL unset."),
+                    "conversation and summarise it, but I know nothing else, so I can't answer \"{q}\". {live}"),
+        "live": "To ask a real model, set ANTHROPIC_API_KEY to a real key and leave ANTHROPIC_BASE_URL unset.",
+        "live_openai": "To ask a real model, point your client at the provider's own base URL, with a real API key.",
         "no_fit": "None of the tools I was given ({names}) fits this question. ",
         "no_tools": "I may not use tools for this request (tool_choice is none). ",
         "need": "To call {tool} I need the {field}. Which {field} do you mean?",
@@ -79,7 +80,9 @@ SAY = {
         "mark": "（模拟）",
         "hello": "你好{name}！我是模拟模型，不是真正的模型。可以问我问题，或者给我一些工具来调用。",
         "unknown": ("我是模拟模型：我能调用你给我的工具、记住这段对话里的内容并做总结，但别的我都不知道，"
-                    "所以回答不了「{q}」。要问真正的模型，请把 ANTHROPIC_API_KEY 设成真实的密钥，并且不要设置 ANTHROPIC_BASE_URL。"),
+                    "所以回答不了「{q}」。{live}"),
+        "live": "要问真正的模型，请把 ANTHROPIC_API_KEY 设成真实的密钥，并且不要设置 ANTHROPIC_BASE_URL。",
+        "live_openai": "要问真正的模型，请把客户端指向服务商自己的 base URL，并使用真实的 API 密钥。",
         "no_fit": "给我的工具（{names}）都不适合这个问题。",
         "no_tools": "这次请求不允许我使用工具（tool_choice 为 none）。",
         "need": "要调用 {tool}，我还需要 {field}。请告诉我 {field}。",
@@ -102,6 +105,7 @@ SAY = {
 }
 
 
+SURFACE = "_surface"  # set by the OpenAI side (openai_chat.brain_view) on the request the brain reads: "openai"
 MAX_JSON_CHARS = 1_000_000  # the longest JSON the brain writes (128,000 tokens are at most 512,000 characters)
 
 
@@ -560,7 +564,7 @@ _GREETING = re.compile(r"^\W*(?:hi|hello|hey|good (?:morning|afternoon|evening)|
                        r"|^\W*(?:你好|您好|嗨|哈喽|早上好|晚上好)", re.I)
 
 
-def plain_answer(question: str, known: dict[str, str], tools: list[dict], lang: str) -> str:
+def plain_answer(question: str, known: dict[str, str], tools: list[dict], lang: str, surface: str = "") -> str:
     """An answer without tools: a recalled fact, an acknowledgement, a greeting, or an honest "I don't know"."""
     say = SAY[lang]
     if asked := asked_facts(question):
@@ -579,7 +583,8 @@ def plain_answer(question: str, known: dict[str, str], tools: list[dict], lang: 
         no_fit = say["no_tools"]  # a tool fits, but tool_choice "none" forbids it
     else:
         no_fit = say["no_fit"].format(names=", ".join(t.get("name", "") for t in tools))
-    return say["mark"] + no_fit + say["unknown"].format(q=_clip(question.strip(), 80))
+    live = say["live_openai" if surface == "openai" else "live"]  # how to reach a real model from where the client is
+    return say["mark"] + no_fit + say["unknown"].format(q=_clip(question.strip(), 80), live=live)
 
 
 # --- JSON answers and thinking -------------------------------------------------------------------------
@@ -698,7 +703,7 @@ def decide(body: dict, messages: list[dict]) -> list[dict]:
         if missing:
             tool, prop = missing[0]
             return [text_block(SAY[lang]["mark"] + SAY[lang]["need"].format(tool=tool, field=prop))]
-    said = plain_answer(question, known, tools, lang)
+    said = plain_answer(question, known, tools, lang, body.get(SURFACE, ""))
     if choice.get("type") != "none" and (answered := output_call(tools, question, [], said, known)) is not None:
         return [answered]
     return [text_block(said)]

@@ -486,8 +486,8 @@ def brain_view(canonical: dict) -> dict:
     continue (the Messages API would, as a prefill); the answer is a new turn."""
     messages = canonical["messages"]
     if messages and messages[-1]["role"] == "assistant":
-        return {**canonical, "messages": messages[:-1]}
-    return canonical
+        messages = messages[:-1]
+    return {**canonical, "messages": messages, "_surface": "openai"}  # the brain says how to go live from here
 
 
 def _max_tokens(body: dict) -> int:
