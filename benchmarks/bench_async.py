@@ -24,10 +24,8 @@ with the default tools offered.
 from __future__ import annotations
 
 import asyncio
-import os
 import statistics
 import subprocess
-import sys
 import time
 import tracemalloc
 from pathlib import Path
@@ -36,6 +34,7 @@ from claims import Claim
 from miniagent.aclient import AsyncClient
 from miniagent.agent import AsyncAgent
 from miniagent.builtin_tools import default_tools
+from miniagent.mock import serve_in_subprocess
 
 QUESTION = "Hello! Who are you?"
 FIRST_TOKEN = 1.0     # seconds the mock waits before every answer
@@ -46,15 +45,7 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 def start_mock() -> tuple[subprocess.Popen, str]:
-    env = {**os.environ, "MINIAGENT_OFFLINE": "1"}
-    proc = subprocess.Popen([sys.executable, "-m", "miniagent.mock", "--port", "0", "--first-token", str(FIRST_TOKEN)],
-                            cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
-    line = proc.stdout.readline().strip()
-    prefix = "miniagent mock API listening on "
-    if not line.startswith(prefix):
-        proc.kill()
-        raise RuntimeError(f"the mock server did not start: {line!r}")
-    return proc, line[len(prefix):]
+    return serve_in_subprocess("--first-token", str(FIRST_TOKEN), cwd=ROOT)
 
 
 async def one_run(client: AsyncClient) -> float:

@@ -67,14 +67,10 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _missing_key_message(err: Exception | None = None) -> str:
-    """What to do about a missing key: the Anthropic variables, or the chosen provider's (MINIAGENT_PROVIDER)."""
-    said = str(getattr(err, "message", "") or "")
-    if said and "ANTHROPIC_API_KEY" not in said:  # another provider: its error names its own variable
-        return f"miniagent: {said}. Export it first, or drop --live to run offline against the bundled mock."
-    return ("miniagent: --live needs an API key, and ANTHROPIC_API_KEY is not set. Export one first "
-            "(export ANTHROPIC_API_KEY=sk-ant-...), set ANTHROPIC_BASE_URL as well to use another "
-            "endpoint, or drop --live to run offline against the bundled mock.")
+def _missing_key_message(err: Exception) -> str:
+    """What to do about a missing key: the error names the chosen provider's variable (MINIAGENT_PROVIDER)."""
+    return (f"miniagent: --live: {getattr(err, 'message', '') or 'an API key is missing'}. Export it first, "
+            "or drop --live to run offline against the bundled mock.")
 
 
 def _argument_text(text: str) -> str:

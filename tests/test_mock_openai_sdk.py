@@ -8,16 +8,13 @@ by status, embeddings in the base64 form the SDK asks for, and the model list.
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import httpx
 import pytest
 
 from miniagent.builtin_tools import default_tools
-from test_mock_sdk import read_first_line
+from miniagent.mock import serve_in_subprocess
 
 openai = pytest.importorskip("openai")
 
@@ -36,14 +33,9 @@ CONTROL = {"authorization": f"Bearer {KEY}"}
 
 @pytest.fixture(scope="module")
 def server():
-    env = {**os.environ, "MINIAGENT_OFFLINE": "1"}
-    proc = subprocess.Popen([sys.executable, "-m", "miniagent.mock", "--port", "0", "--api-key", KEY],
-                            cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    proc, base_url = serve_in_subprocess("--api-key", KEY, cwd=ROOT)
     try:
-        line = read_first_line(proc)
-        prefix = "miniagent mock API listening on "
-        assert line.startswith(prefix), f"unexpected first line: {line!r}"
-        yield line[len(prefix):]
+        yield base_url
     finally:
         proc.terminate()
         proc.wait(timeout=10)

@@ -8,14 +8,12 @@ the mock answers without streaming.
 
 from __future__ import annotations
 
-import os
-import selectors
-import subprocess
-import sys
 from pathlib import Path
 
 import httpx
 import pytest
+
+from miniagent.mock import serve_in_subprocess
 
 anthropic = pytest.importorskip("anthropic")
 
@@ -30,28 +28,14 @@ ROOT = Path(__file__).resolve().parents[1]
 CONTROL = {"x-api-key": KEY}  # with --api-key, the control endpoints need the key too
 
 
-def read_first_line(proc: subprocess.Popen, timeout: float = 15.0) -> str:
-    """The server's first stdout line, without hanging the suite if it never comes."""
-    with selectors.DefaultSelector() as sel:
-        sel.register(proc.stdout, selectors.EVENT_READ)
-        if not sel.select(timeout):
-            raise RuntimeError(f"the mock server printed nothing within {timeout} s")
-    return proc.stdout.readline().strip()
-
-
 @pytest.fixture(scope="module")
 def server(tmp_path_factory):
     """(base_url, path of the server's stderr log) for one mock server process."""
     log_path = tmp_path_factory.mktemp("mock") / "stderr.log"
-    env = {**os.environ, "MINIAGENT_OFFLINE": "1"}
     with open(log_path, "w") as log:
-        proc = subprocess.Popen([sys.executable, "-m", "miniagent.mock", "--port", "0", "--api-key", KEY],
-                                cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=log, text=True)
+        proc, base_url = serve_in_subprocess("--api-key", KEY, stderr=log, cwd=ROOT)
     try:
-        line = read_first_line(proc)
-        prefix = "miniagent mock API listening on "
-        assert line.startswith(prefix), f"unexpected first line: {line!r}"
-        yield line[len(prefix):], log_path
+        yield base_url, log_path
     finally:
         proc.terminate()
         proc.wait(timeout=10)

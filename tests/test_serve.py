@@ -365,20 +365,37 @@ async def serving(app):
         sock.close()
 
 
+@asynccontextmanager
+async def waiting_next():
+    """A served conversation with one question answered; its next run calls a tool that waits until cancelled.
+
+    Yields (url, conversation id, the tool's `started` and `cancelled` events, `outcome`). The test
+    sends the next question and goes away; on leaving the block, the tool must have been cancelled,
+    the run ended and the history be as it was; `outcome["again"]` is then a follow-up's response.
+    """
+    wait_tool, started, _, cancelled = blocking_tool()
+    mock = MockAPI(api_keys={KEY})
+    app = create_app(agent_factory=agents(mock, [wait_tool]))
+    service = app.state.service
+    async with serving(app) as url, httpx.AsyncClient(base_url=url, timeout=WAIT) as http:
+        cid = (await http.post("/chat", json={"message": "What is 2 + 2?"})).json()["conversation_id"]
+        conversation = service.conversations.get(cid)
+        before = list(conversation.agent.history)
+        mock.script(scripts.tool_call("wait_for_release", {"what": "x"}, text="Let me wait."))
+        outcome = {}
+        yield url, cid, started, cancelled, outcome
+        await asyncio.wait_for(cancelled.wait(), WAIT)
+        await wait_until(lambda: not conversation.busy and service.running == 0)
+        assert conversation.agent.history == before  # the question never happened
+        outcome["again"] = await http.post("/chat", json={"message": "What is 3 + 4?", "conversation_id": cid})
+
+
 def test_a_client_that_disconnects_mid_stream_cancels_its_run_and_its_tool():
     async def scenario():
-        wait_tool, started, _, cancelled = blocking_tool()
-        mock = MockAPI(api_keys={KEY})
-        app = create_app(agent_factory=agents(mock, [wait_tool]))
-        service = app.state.service
-        async with serving(app) as url, httpx.AsyncClient(base_url=url, timeout=WAIT) as http:
-            first = (await http.post("/chat", json={"message": "What is 2 + 2?"})).json()
-            cid = first["conversation_id"]
-            conversation = service.conversations.get(cid)
-            before = list(conversation.agent.history)
-            mock.script(scripts.tool_call("wait_for_release", {"what": "x"}, text="Let me wait."))
+        async with waiting_next() as (url, cid, started, cancelled, outcome):
             seen = []
-            async with http.stream("POST", "/chat/stream", json={"message": "Wait.", "conversation_id": cid}) as r:
+            async with httpx.AsyncClient(base_url=url, timeout=WAIT) as http, \
+                    http.stream("POST", "/chat/stream", json={"message": "Wait.", "conversation_id": cid}) as r:
                 async for event in parse_lines(r):
                     seen.append(event)
                     if event == "tool_use_done":
@@ -386,11 +403,7 @@ def test_a_client_that_disconnects_mid_stream_cancels_its_run_and_its_tool():
                 await asyncio.wait_for(started.wait(), WAIT)
                 assert not cancelled.is_set()
             # Leaving the block closed the connection mid-stream, with the tool still waiting.
-            await asyncio.wait_for(cancelled.wait(), WAIT)
-            await wait_until(lambda: not conversation.busy and service.running == 0)
-            assert conversation.agent.history == before  # the question never happened
-            again = await http.post("/chat", json={"message": "What is 3 + 4?", "conversation_id": cid})
-            return seen, again
+        return seen, outcome["again"]
 
     seen, again = asyncio.run(scenario())
     assert seen[0] == "conversation" and "text" in seen
@@ -489,25 +502,13 @@ def test_limits_must_be_positive():
 
 def test_a_client_that_leaves_a_json_request_cancels_its_run_and_its_tool():
     async def scenario():
-        wait_tool, started, _, cancelled = blocking_tool()
-        mock = MockAPI(api_keys={KEY})
-        app = create_app(agent_factory=agents(mock, [wait_tool]))
-        service = app.state.service
-        async with serving(app) as url, httpx.AsyncClient(base_url=url, timeout=WAIT) as http:
-            first = (await http.post("/chat", json={"message": "What is 2 + 2?"})).json()
-            cid = first["conversation_id"]
-            conversation = service.conversations.get(cid)
-            before = list(conversation.agent.history)
-            mock.script(scripts.tool_call("wait_for_release", {"what": "x"}, text="Let me wait."))
+        async with waiting_next() as (url, cid, started, _, outcome):
             async with httpx.AsyncClient(base_url=url, timeout=WAIT) as leaving:
                 request = asyncio.create_task(leaving.post("/chat", json={"message": "Wait.", "conversation_id": cid}))
                 await asyncio.wait_for(started.wait(), WAIT)
                 request.cancel()  # the client gives up: its connection closes with the tool still waiting
                 await asyncio.gather(request, return_exceptions=True)
-            await asyncio.wait_for(cancelled.wait(), WAIT)
-            await wait_until(lambda: not conversation.busy and service.running == 0)
-            assert conversation.agent.history == before
-            return await http.post("/chat", json={"message": "What is 3 + 4?", "conversation_id": cid})
+        return outcome["again"]
 
     again = asyncio.run(scenario())
     assert again.status_code == 200 and "7" in again.json()["text"]

@@ -12,12 +12,17 @@ ROWS = ["50% off today", "500 euros", "about 50 percent", "a_b", "axb", "ab", "a
 NEEDLES = ["50%", "a_b", "a\\b", "Ada's", "100%", "plain", "%", "_"]
 
 
-def _like(pattern: str) -> list[str]:
+def _select(create: str, rows: list[str], query: str, parameter: str) -> list[Any]:
+    """The first column of `query` (one ? for `parameter`) over a fresh in-memory table `t` holding `rows`."""
     db = sqlite3.connect(":memory:")
-    db.execute("CREATE TABLE t (text TEXT)")
-    db.executemany("INSERT INTO t VALUES (?)", [(row,) for row in ROWS])
-    return [row for (row,) in db.execute("SELECT text FROM t WHERE text LIKE ? ESCAPE '\\' ORDER BY rowid",
-                                         (pattern,))]
+    db.execute(create)
+    db.executemany("INSERT INTO t (text) VALUES (?)", [(row,) for row in rows])
+    return [value for (value, *_) in db.execute(query, (parameter,))]
+
+
+def _like(pattern: str) -> list[str]:
+    return _select("CREATE TABLE t (text TEXT)", ROWS,
+                   "SELECT text FROM t WHERE text LIKE ? ESCAPE '\\' ORDER BY rowid", pattern)
 
 
 @_exercise("09", 1)
@@ -53,10 +58,8 @@ QUESTIONS = ["what is my favourite colour", "OR NOT AND", 'say "hi"', "NEAR(stat
 
 
 def _fts(expression: str) -> list[int]:
-    db = sqlite3.connect(":memory:")
-    db.execute("CREATE VIRTUAL TABLE t USING fts5(text)")
-    db.executemany("INSERT INTO t (text) VALUES (?)", [(row,) for row in FTS_ROWS])
-    return [rowid for (rowid,) in db.execute("SELECT rowid FROM t WHERE t MATCH ? ORDER BY rowid", (expression,))]
+    return _select("CREATE VIRTUAL TABLE t USING fts5(text)", FTS_ROWS,
+                   "SELECT rowid FROM t WHERE t MATCH ? ORDER BY rowid", expression)
 
 
 def _reference(question: str) -> str:

@@ -9,7 +9,7 @@ HTTP server.
 
 from miniagent.mock.api import MockAPI, MockReply
 from miniagent.mock.pacing import Pacing
-from miniagent.mock.server import serve_in_thread
+from miniagent.mock.server import serve_in_subprocess, serve_in_thread
 from miniagent.mock.validate import ApiError, validate_request
 
-__all__ = ["MockAPI", "MockReply", "Pacing", "serve_in_thread", "validate_request", "ApiError"]
+__all__ = ["MockAPI", "MockReply", "Pacing", "serve_in_subprocess", "serve_in_thread", "validate_request", "ApiError"]

@@ -27,7 +27,7 @@ import sys
 
 from miniagent.mock.api import MockAPI
 from miniagent.mock.models import DEFAULT_CATALOG, MODELS, RETIRED
-from miniagent.mock.server import MockHTTPServer
+from miniagent.mock.server import LISTENING, MockHTTPServer
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -86,7 +86,7 @@ def main(argv: list[str] | None = None) -> int:
         server = MockHTTPServer((args.host, args.port), mock, log=sys.stderr)
     except OSError as exc:
         parser.error(f"cannot listen on {args.host}:{args.port}: {exc.strerror or exc}; try another --port")
-    print(f"miniagent mock API listening on {server.base_url}", flush=True)
+    print(f"{LISTENING}{server.base_url}", flush=True)
     try:
         server.serve_forever()
     except KeyboardInterrupt:

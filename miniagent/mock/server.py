@@ -35,14 +35,16 @@ taken to be gone too: HTTP clients do not half-close while they read an answer.)
 from __future__ import annotations
 
 import io
+import os
 import selectors
 import socket
+import subprocess
 import sys
 import threading
 import time
 from email.utils import formatdate
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import TextIO
+from typing import Any, TextIO
 
 from miniagent.mock.api import INTERNAL_ERROR, MAX_BODY_BYTES, MockAPI, MockReply, error_reply
 from miniagent.mock.httpread import BodyError, DeadlineReader, framing, read_body
@@ -385,3 +387,27 @@ def serve_in_thread(mock: MockAPI | None = None, port: int = 0, host: str = "127
                               name="miniagent-mock", daemon=True)
     thread.start()
     return server, server.base_url
+
+
+LISTENING = "miniagent mock API listening on "  # the first line `python -m miniagent.mock` prints
+
+
+def serve_in_subprocess(*args: str, stderr: Any = subprocess.DEVNULL, cwd: Any = None,
+                        timeout: float = 15.0) -> tuple[subprocess.Popen, str]:
+    """`python -m miniagent.mock --port 0 ARGS` in a process of its own, offline; (process, base_url).
+
+    The port is read from the first line the server prints, waiting at most `timeout`
+    seconds for it. Stop it with `process.terminate()`. A second process keeps the
+    mock's work off the caller's GIL (benchmarks) and tests the command line itself.
+    """
+    env = {**os.environ, "MINIAGENT_OFFLINE": "1"}
+    proc = subprocess.Popen([sys.executable, "-m", "miniagent.mock", "--port", "0", *args], cwd=cwd, env=env,
+                            stdout=subprocess.PIPE, stderr=stderr, text=True)
+    with selectors.DefaultSelector() as sel:
+        sel.register(proc.stdout, selectors.EVENT_READ)
+        line = proc.stdout.readline().strip() if sel.select(timeout) else ""
+    if not line.startswith(LISTENING):
+        proc.kill()
+        proc.wait(timeout=10)
+        raise RuntimeError(f"the mock server did not start: {line or f'nothing printed within {timeout:g} s'!r}")
+    return proc, line[len(LISTENING):]

@@ -24,19 +24,18 @@ from pathlib import Path
 import nbformat
 from nbconvert.preprocessors import ExecutePreprocessor
 
+from miniagent.mock import serve_in_subprocess
+
 ROOT = Path(__file__).resolve().parents[2]
 KEY = "sk-ant-live-canary-0123456789abcdef"
 FLAKY = ["--flaky", "0.2", "--seed", "8"]  # a fifth of the calls fail with 429 or 529
 
 
 def start_server(log: Path) -> tuple[subprocess.Popen, str]:
-    server = subprocess.Popen([sys.executable, "-m", "miniagent.mock", "--port", "0", *FLAKY],
-                              stdout=subprocess.PIPE, stderr=log.open("w"), text=True)
-    line = server.stdout.readline().strip()  # "miniagent mock API listening on http://HOST:PORT"
-    if "listening on" not in line:
-        server.kill()
-        raise SystemExit(f"the mock server did not start: {line!r}")
-    return server, line.rsplit(" ", 1)[1]
+    try:
+        return serve_in_subprocess(*FLAKY, stderr=log.open("w"))
+    except RuntimeError as err:
+        raise SystemExit(str(err)) from None
 
 
 def problems(path: Path, url: str) -> list[str]:
