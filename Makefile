@@ -14,7 +14,7 @@ export MPLBACKEND ?= Agg
 unexport PYTHONDONTWRITEBYTECODE
 
 .DEFAULT_GOAL := help
-.PHONY: help setup lab test test-unit test-props test-memory test-clients test-notebooks test-ui test-postgres test-live notebooks serve demo bench lint clean
+.PHONY: help setup lab test test-unit test-props test-bench test-memory test-clients test-notebooks test-ui test-postgres test-live notebooks serve demo bench lint clean
 
 help:  ## list the targets
 	@echo "miniagent: build an LLM agent from scratch (offline by default)"
@@ -48,10 +48,10 @@ NBVAL := --nbval --nbval-current-env --nbval-sanitize-with tests/nbval-sanitize.
 # SDK clients (test-clients), the mock's fuzz test (test-props, with the 1,000-example
 # property tests) and the check that nbval is strict (test-student).
 test: $(STAMP)  ## unit tests + every notebook compared against its saved outputs (offline)
-	MINIAGENT_OFFLINE=1 $(PY) -m pytest -n 2 --dist loadscope tests notebooks $(NBVAL) -p no:cacheprovider -m "not sdk and not fuzz and not harness and not memory and not postgres"
+	MINIAGENT_OFFLINE=1 $(PY) -m pytest -n 2 --dist loadscope tests notebooks $(NBVAL) -p no:cacheprovider -m "not sdk and not fuzz and not harness and not memory and not postgres and not bench"
 
 test-unit: $(STAMP)  ## unit tests only (as make test runs them, without the notebooks)
-	MINIAGENT_OFFLINE=1 $(PY) -m pytest -n 2 tests -p no:cacheprovider -m "not sdk and not fuzz and not harness and not memory and not postgres"
+	MINIAGENT_OFFLINE=1 $(PY) -m pytest -n 2 tests -p no:cacheprovider -m "not sdk and not fuzz and not harness and not memory and not postgres and not bench"
 
 test-props: $(STAMP)  ## every property test at 1,000 examples (make test runs 100 each), and the mock's fuzz test
 	MINIAGENT_OFFLINE=1 $(PY) -m pytest -n 2 tests -m "(hypothesis or fuzz) and not postgres" --hypothesis-profile=thorough -p no:cacheprovider
@@ -70,6 +70,9 @@ $(CLIENTS_STAMP): $(STAMP) requirements-clients.txt
 	fi
 	@touch $(CLIENTS_STAMP)
 
+test-bench: $(STAMP)  ## the benchmarks' own tests: every claim `make bench` prints is named, measured and holds
+	MINIAGENT_OFFLINE=1 $(PY) -m pytest -n 2 tests -m bench -p no:cacheprovider
+
 test-memory: $(STAMP)  ## the long memory and retrieval suites: concurrent writers, the full retrieval evaluation
 	MINIAGENT_OFFLINE=1 $(PY) -m pytest -n 2 tests -m "memory and not postgres" -p no:cacheprovider
 
@@ -79,9 +82,10 @@ test-clients: $(CLIENTS_STAMP)  ## the official anthropic and openai SDKs, LangC
 test-notebooks: $(STAMP)  ## notebooks only, compared against their saved outputs (nbval, strict)
 	MINIAGENT_OFFLINE=1 $(PY) -m pytest -n 2 --dist loadscope notebooks $(NBVAL) -p no:cacheprovider
 
-test-ui: $(STAMP)  ## browser tests (headless Chromium): 05's chat widget, a student notebook's check, every diagram, a page calling the mock, the serve page
+test-ui: $(STAMP)  ## browser tests (headless Chromium): 05's chat widget, approving a tool in the chat, a student notebook's check, every diagram, a page calling the mock, the serve page
 	@(command -v chromium >/dev/null && fc-list | grep -qi wqy) || (apt-get update -qq && apt-get install -y -qq chromium fonts-wqy-zenhei >/dev/null)
 	MINIAGENT_OFFLINE=1 $(PY) tests/ui/run_ui_test.py
+	MINIAGENT_OFFLINE=1 $(PY) tests/ui/run_approval_test.py
 	$(PY) tests/ui/run_diagram_test.py
 	$(PY) tests/ui/run_cors_test.py
 	MINIAGENT_OFFLINE=1 $(PY) tests/ui/run_serve_test.py

@@ -19,6 +19,12 @@ consolidated versions live:
     workload.py       the long, tool-heavy session notebook 04 and `make bench` measure
     agent.py          all of it assembled, with a trace
     memory.py         long-term memory in SQLite: remember, recall (LIKE, FTS5), forget, as tools
+    retrieval.py      load, split, index (FTS5, vectors), search with citations: RAG
+    team.py           several agents: an agent as a tool, an orchestrator, a hand-off
+    planning.py       a plan the model keeps as a tool, and checks off
+    tracing.py        spans for every run, model call and tool call; tree, timeline, cost
+    otel.py           those spans to any OpenTelemetry backend (GenAI conventions; optional extra)
+    prices.py         a dated price table: what a call cost
     mock/             the strict offline mock of the Messages API
     exercises/        the notebooks' exercise checks, a module per notebook (miniagent.exercises.check_01_1, ...)
 
@@ -57,6 +63,9 @@ _EXPORTS = {
     "Memory": "memory", "memory_tools": "memory",
     # retrieval (RAG)
     "Index": "retrieval", "search_tool": "retrieval",
+    # several agents, planning, tracing
+    "agent_tool": "team", "orchestrator": "team", "handoff": "team", "ahandoff": "team",
+    "Plan": "planning", "Tracer": "tracing",
     # mock
     "MockAPI": "mock",
 }

@@ -11,14 +11,21 @@ adds only what turns one run into a conversation:
   round-by-round printout (`verbose=True`);
 - streamed (`stream=True`), it passes the loop's `on_text` and `on_tool_use` callbacks
   through, and the printout shows the text as it arrives instead of after the answer.
+
+Notebook 10 gives an agent a `name` and a `description`, so that another agent can
+call it as a tool (`team.py`); `approve`, a callback asked before a tool that needs a
+person's approval runs; and `tracer` (`tracing.py`): each run is then an
+`invoke_agent` span around its model and tool spans.
 """
 
 from __future__ import annotations
 
+import copy
 import json
 import sys
 from typing import Any, Callable
 
+from miniagent import tracing
 from miniagent.client import Usage
 from miniagent.loop import LoopResult, TextCallback, ToolUseCallback, arun_loop, run_loop
 from miniagent.messages import user
@@ -38,13 +45,20 @@ class Agent:
     trace event as it is recorded; `verbose=True` prints each run round by round.
     `stream=True` streams every model call: `on_text(delta)` and `on_tool_use(call)`
     then see the answer as it arrives (see `run_loop`), and so does the printout.
+    `name` and `description` say who it is when another agent calls it as a tool;
+    `approve(call)` is asked before a tool with `needs_approval` runs (see
+    `ToolRegistry.run_all`); `tracer` records each run as spans (see `tracing.py`).
+    `create` holds extra request fields for every call (e.g. `tool_choice`).
     """
 
     def __init__(self, client: Any = None, tools: ToolRegistry | list | None = None, *,
                  system: str | list | None = DEFAULT_SYSTEM, policy: Any = None, max_iterations: int = 10,
                  token_budget: int | None = None, parallel: bool = True, verbose: bool = False,
                  on_step: Callable[[Event], None] | None = None, stream: bool = False,
-                 on_text: TextCallback | None = None, on_tool_use: ToolUseCallback | None = None) -> None:
+                 on_text: TextCallback | None = None, on_tool_use: ToolUseCallback | None = None,
+                 name: str = "assistant", description: str | None = None,
+                 approve: Callable[[dict], Any] | None = None, tracer: "tracing.Tracer | None" = None,
+                 create: dict | None = None) -> None:
         if not stream and (on_text is not None or on_tool_use is not None):
             raise TypeError("on_text and on_tool_use are called as a streamed answer arrives: "
                             "pass stream=True as well")
@@ -68,29 +82,52 @@ class Agent:
         self.stream = stream
         self.on_text = on_text
         self.on_tool_use = on_tool_use
+        if not isinstance(name, str) or not name.strip():
+            raise ValueError(f"an agent's name is a non-empty string, got {name!r}")
+        self.name, self.description = name, description
+        self.approve, self.tracer = approve, tracer
+        self.create = dict(create or {})
         self.history: list[dict] = []
         self.trace = Trace()
         self.usage = Usage()  # cumulative over the agent's life: tokens spent stay spent after reset()
         self.last_result: LoopResult | None = None
 
     def __repr__(self) -> str:
-        return (f"Agent(tools=[{', '.join(self.tools.names)}], messages={len(self.history)}, "
-                f"max_iterations={self.max_iterations}, client={self.client!r})")
+        named = f"name={self.name!r}, " if self.name != "assistant" else ""
+        return (f"{type(self).__name__}({named}tools=[{', '.join(self.tools.names)}], "
+                f"messages={len(self.history)}, max_iterations={self.max_iterations}, client={self.client!r})")
+
+    def fork(self) -> "Agent":
+        """A new conversation with the same settings: no history, trace or usage of this one's.
+
+        A sub-agent runs each task in a fork, so tasks never see each other and several can
+        run at once. The client, the tools and the context policy are shared, not copied.
+        """
+        clone = copy.copy(self)
+        clone.history, clone.trace, clone.usage, clone.last_result = [], Trace(), Usage(), None
+        clone.create = dict(self.create)
+        return clone
 
     def run(self, question: str, *, stream: bool | None = None, on_text: TextCallback | None = None,
-            on_tool_use: ToolUseCallback | None = None, on_step: Callable[[Event], None] | None = None) -> LoopResult:
+            on_tool_use: ToolUseCallback | None = None, on_step: Callable[[Event], None] | None = None,
+            approve: Callable[[dict], Any] | None = None) -> LoopResult:
         """Ask one question; the model may call tools for several rounds before it answers.
 
         `stream` overrides the agent's setting for this run; `on_text`, `on_tool_use` and
         `on_step` are called for this run after the agent's own (a chat view or a web service
         uses them to show the answer as it arrives, without taking the agent's callbacks away).
+        `approve` replaces the agent's approver for this run.
         """
-        messages, options, printer = self._start(question, stream, on_text, on_tool_use, on_step)
-        return self._end(run_loop(self.client, messages, **options), printer)
+        messages, options, printer = self._start(question, stream, on_text, on_tool_use, on_step, approve)
+        with tracing.span(f"invoke_agent {self.name}", "agent", lambda: tracing.agent_attributes(self),
+                          tracer=self.tracer) as span:
+            result = run_loop(self.client, messages, **options)
+            tracing.end_agent(span, result)
+        return self._end(result, printer)
 
     def _start(self, question: str, stream: bool | None, on_text: TextCallback | None,
-               on_tool_use: ToolUseCallback | None, on_step: Callable[[Event], None] | None = None
-               ) -> tuple[list[dict], dict, "RoundPrinter | None"]:
+               on_tool_use: ToolUseCallback | None, on_step: Callable[[Event], None] | None = None,
+               approve: Callable[[dict], Any] | None = None) -> tuple[list[dict], dict, "RoundPrinter | None"]:
         """Everything before the loop runs: checks, callbacks, the trace's question; (messages, options, printer)."""
         if not isinstance(question, str) or not question.strip():
             raise ValueError(f"the question must be a non-empty string, got {question!r}")
@@ -108,7 +145,11 @@ class Agent:
 
         def on_event(event: Event) -> None:
             self._step(event, step)
-            if event["type"] == "response":
+            if event["type"] == "usage":  # a sub-agent's tokens, charged to this run
+                self.usage.input_tokens += event["input_tokens"]
+                self.usage.output_tokens += event["output_tokens"]
+                self.usage.calls += event.get("calls", 0)
+            elif event["type"] == "response":
                 usage = event.get("usage") or {}
                 self.usage.add(usage)
                 self._step({"type": "usage", "iteration": event.get("iteration"),
@@ -118,7 +159,8 @@ class Agent:
         self._step({"type": "question", "text": question}, step)
         options = dict(tools=self.tools or None, system=self.system, policy=self.policy,
                        max_iterations=self.max_iterations, token_budget=self.token_budget,
-                       parallel=self.parallel, on_event=on_event, **streaming)
+                       parallel=self.parallel, on_event=on_event, approve=approve or self.approve,
+                       **self.create, **streaming)
         return self.history + [user(question)], options, printer
 
     def _end(self, result: LoopResult, printer: "RoundPrinter | None") -> LoopResult:
@@ -166,10 +208,15 @@ class AsyncAgent(Agent):
 
     async def run(self, question: str, *, stream: bool | None = None,  # type: ignore[override]
                   on_text: TextCallback | None = None, on_tool_use: ToolUseCallback | None = None,
-                  on_step: Callable[[Event], None] | None = None) -> LoopResult:
+                  on_step: Callable[[Event], None] | None = None,
+                  approve: Callable[[dict], Any] | None = None) -> LoopResult:
         """Ask one question (see `Agent.run`)."""
-        messages, options, printer = self._start(question, stream, on_text, on_tool_use, on_step)
-        return self._end(await arun_loop(self.client, messages, **options), printer)
+        messages, options, printer = self._start(question, stream, on_text, on_tool_use, on_step, approve)
+        with tracing.span(f"invoke_agent {self.name}", "agent", lambda: tracing.agent_attributes(self),
+                          tracer=self.tracer) as span:
+            result = await arun_loop(self.client, messages, **options)
+            tracing.end_agent(span, result)
+        return self._end(result, printer)
 
     async def chat(self, question: str) -> str:  # type: ignore[override]
         """`run()`, returning just the answer (and why, if the agent stopped early)."""

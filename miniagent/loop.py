@@ -28,6 +28,13 @@ call it cut short is never run.
 Async (`arun_loop`) changes only who waits: the rules above are written once, in
 `Loop.steps()`, a generator that yields each piece of I/O it needs; `run_loop` performs
 them with plain calls and `arun_loop` with `await` (see "the decisions, once" below).
+
+Notebook 10 adds three things a run can meet. A tool that needs a person's approval
+runs only if `approve(call)` says so (`ToolRegistry.run_all`); each answer becomes an
+`approval` event. A tool that is itself an agent (`team.py`) charges its tokens to the
+run that called it (`current_run().charge(...)`), so the budget covers sub-agents too.
+And a tool named in `handoff_tools` ends the run once its result is in the history,
+with `stop` "handoff": another agent takes the conversation from there.
 """
 
 from __future__ import annotations
@@ -36,13 +43,16 @@ import asyncio
 import copy
 import inspect
 import json
+import threading
 import time
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Any, Callable, Generator, Union
 
+from miniagent import tracing
 from miniagent.client import APIError, Usage
-from miniagent.messages import assistant, storable_content, text_of, tool_result, tool_use_ids, user
-from miniagent.tools import ToolRegistry
+from miniagent.messages import assistant, safe_str, storable_content, text_of, tool_result, tool_use_ids, user
+from miniagent.tools import NotAsked, ToolRegistry
 
 Event = dict[str, Any]
 TextCallback = Callable[[str], None]
@@ -55,7 +65,7 @@ DONE = ("end_turn", "stop_sequence")
 @dataclass
 class LoopResult:
     stop: str            # end_turn, stop_sequence, max_tokens, refusal, max_iterations,
-                         # token_budget, repeated_call, api_error, or unknown_stop_reason
+                         # token_budget, repeated_call, api_error, handoff, or unknown_stop_reason
     reason: str          # one sentence a person can read
     text: str            # the final answer (the last response's text)
     messages: list[dict]  # the full history, including what this run appended
@@ -197,9 +207,10 @@ class ModelCall:
 
 @dataclass
 class ToolCalls:
-    """Run these tool_use blocks; `on_result(block, result, seconds)` as each finishes."""
+    """Run these tool_use blocks; `on_result(block, result, seconds)` as each finishes; ask `approve` first."""
     calls: list[dict]
     on_result: Callable[[dict, dict, float], None]
+    approve: Callable[[dict], Any] | None = None
 
 
 @dataclass
@@ -216,6 +227,35 @@ class PolicyResults:
 
 Effect = Union[ModelCall, ToolCalls, PolicyView, PolicyResults]
 
+_RUN: ContextVar["Loop | None"] = ContextVar("miniagent_run", default=None)
+
+
+class _LaterAnswer:
+    """An async approver's answer: recorded as an `approval` event once awaited. The sync driver
+    cannot await it and calls `close()`, which closes the approver's coroutine too (no "never
+    awaited" warning) and records the refusal."""
+
+    def __init__(self, loop: "Loop", call: dict, answer: Any) -> None:
+        self.loop, self.call, self.answer = loop, call, answer
+
+    def __await__(self) -> Generator[Any, None, Any]:
+        try:
+            answer = yield from self.answer.__await__()
+        except Exception as exc:  # noqa: BLE001 - a broken approver never approves
+            answer = NotAsked(f"the approve callback raised {type(exc).__name__}: {safe_str(exc)[:200]}")
+        self.loop._record_approval(self.call, answer)
+        return answer
+
+    def close(self) -> None:
+        getattr(self.answer, "close", lambda: None)()
+        self.loop._record_approval(self.call, NotAsked("the approve callback is a coroutine function; "
+                                                       "use AsyncAgent to await it"))
+
+
+def current_run() -> "Loop | None":
+    """The run whose tools are running here (a sub-agent charges its tokens to it), or None."""
+    return _RUN.get()
+
 
 class Loop:
     """One run's settings and state; `steps()` is the run, as a generator of Effects."""
@@ -225,6 +265,7 @@ class Loop:
                  max_repeats: int = 2, parallel: bool = True, policy: Any = None,
                  on_event: Callable[[Event], None] | None = None, stream: bool = False,
                  on_text: TextCallback | None = None, on_tool_use: ToolUseCallback | None = None,
+                 approve: Callable[[dict], Any] | None = None, handoff_tools: Any = (),
                  **create_kwargs: Any) -> None:
         if not stream and (on_text is not None or on_tool_use is not None):
             raise TypeError("on_text and on_tool_use are called as a streamed answer arrives: pass stream=True as well")
@@ -236,8 +277,42 @@ class Loop:
         self.parallel, self.policy, self.stream = parallel, policy, stream
         self.on_text, self.on_tool_use = on_text, on_tool_use
         self.emit = on_event or (lambda event: None)
+        self.approve, self.handoff_tools = approve, frozenset(handoff_tools)
         self.usage = Usage()
         self.iterations = 0
+        self._charging = threading.Lock()
+
+    def charge(self, usage: Usage, source: str) -> None:
+        """Add tokens spent on this run's behalf (a sub-agent's), from any thread; the budget counts them."""
+        with self._charging:  # the event too: Agent adds it to its own usage, and two specialists may end at once
+            self.usage.input_tokens += usage.input_tokens
+            self.usage.output_tokens += usage.output_tokens
+            self.usage.calls += usage.calls
+            self.emit({"type": "usage", "source": source, "input_tokens": usage.input_tokens,
+                       "output_tokens": usage.output_tokens, "calls": usage.calls})
+
+    def asked(self, call: dict) -> Any:
+        """Ask the approver about one call, and say what it answered as an `approval` event."""
+        shown, call = call, copy.deepcopy(call)  # the event records the call as asked, whatever the approver does
+        if self.approve is None:
+            answer: Any = NotAsked("no approve callback was given")
+        else:
+            try:
+                answer = self.approve(shown)
+            except Exception as exc:  # noqa: BLE001 - a broken approver never approves
+                answer = NotAsked(f"the approve callback raised {type(exc).__name__}: {safe_str(exc)[:200]}")
+        if inspect.isawaitable(answer):
+            return _LaterAnswer(self, call, answer)
+        self._record_approval(call, answer)
+        return answer
+
+    def _record_approval(self, call: dict, answer: Any) -> None:
+        if isinstance(answer, NotAsked):
+            reason: str | None = f"no one was asked ({answer.why})"
+        else:
+            reason = answer.strip() if isinstance(answer, str) and answer.strip() else None
+        self.emit({"type": "approval", "id": call["id"], "name": call["name"], "input": call["input"],
+                   "approved": answer is True, "reason": reason})
 
     def steps(self) -> Generator[Effect, Any, LoopResult]:
         """The run: yields what it needs done, returns the LoopResult."""
@@ -310,7 +385,7 @@ class Loop:
             if self.registry is None:
                 results = _not_executed(calls, "no tools are available")
             else:
-                results = yield ToolCalls(calls, traced)
+                results = yield ToolCalls(calls, traced, self.asked)
             if self.policy is not None:
                 try:
                     results = yield PolicyResults(results)
@@ -318,6 +393,10 @@ class Loop:
                     history.append(user(results))
                     return self.failed(err, "the context policy's API call", iteration)
             history.append(user(results))
+            handoff = next((b for b, r in zip(calls, results) if b["name"] in self.handoff_tools
+                            and not r.get("is_error")), None)
+            if handoff is not None:  # another agent carries on from this history
+                return self.finish("handoff", f"handed off with {handoff['name']}", text)
 
     def finish(self, stop: str, reason: str, text: str = "", error: APIError | None = None) -> LoopResult:
         self.emit({"type": "stop", "stop": stop, "reason": reason})
@@ -344,6 +423,7 @@ def run_loop(client: Any, messages: list[dict], *, tools: ToolRegistry | list | 
              max_repeats: int = 2, parallel: bool = True, policy: Any = None,
              on_event: Callable[[Event], None] | None = None, stream: bool = False,
              on_text: TextCallback | None = None, on_tool_use: ToolUseCallback | None = None,
+             approve: Callable[[dict], Any] | None = None, handoff_tools: Any = (),
              **create_kwargs: Any) -> LoopResult:
     """Run the agent loop from `messages` (ending with the user's turn) until it stops.
 
@@ -363,17 +443,35 @@ def run_loop(client: Any, messages: list[dict], *, tools: ToolRegistry | list | 
     carries `stream`: `{"events", "first_token", "first_text"}` (seconds from the
     request). A stream that breaks (StreamError, or an `error` event's typed error)
     ends the run as `api_error`, nothing of it kept and none of its tool calls run.
+
+    `approve(call)` is asked before a tool that needs approval runs (see
+    `ToolRegistry.run_all`); `handoff_tools` names tools whose call ends the run with
+    stop "handoff" (see `team.handoff`). With a tracer active (`tracing.py`), each model
+    call is a `chat` span and each tool call an `execute_tool` span.
     """
+    if inspect.iscoroutinefunction(getattr(client, "create", None)):  # e.g. handoff() given AsyncAgents
+        raise TypeError(f"run_loop needs a blocking client (Client, connect()); {type(client).__name__}.create "
+                        "is a coroutine function: use arun_loop (AsyncAgent, ahandoff)")
     loop = Loop(messages, tools=tools, system=system, max_iterations=max_iterations, token_budget=token_budget,
                 max_repeats=max_repeats, parallel=parallel, policy=policy, on_event=on_event, stream=stream,
-                on_text=on_text, on_tool_use=on_tool_use, **create_kwargs)
+                on_text=on_text, on_tool_use=on_tool_use, approve=approve, handoff_tools=handoff_tools,
+                **create_kwargs)
 
     def perform(effect: Effect) -> Any:
         if isinstance(effect, ModelCall):
             streaming = {"stream": True, "on_event": effect.watcher} if effect.watcher is not None else {}
-            return client.create(effect.messages, **loop.request, **streaming)
+            with _model_span(client, loop, effect) as span:
+                response = client.create(effect.messages, **loop.request, **streaming)
+                if span is not None:  # no tracer, no work
+                    tracing.finish(span, **_response_attributes(response, effect.watcher))
+                return response
         if isinstance(effect, ToolCalls):
-            return loop.registry.run_all(effect.calls, parallel=loop.parallel, on_result=effect.on_result)
+            token = _RUN.set(loop)  # copied into each tool's thread: a sub-agent charges this run
+            try:
+                return loop.registry.run_all(effect.calls, parallel=loop.parallel, on_result=effect.on_result,
+                                             approve=effect.approve)
+            finally:
+                _RUN.reset(token)
         if isinstance(effect, PolicyView):
             return loop.policy.view(effect.history)
         return loop.policy.on_tool_results(effect.results)
@@ -410,9 +508,18 @@ async def arun_loop(client: Any, messages: list[dict], **options: Any) -> LoopRe
     async def perform(effect: Effect) -> Any:
         if isinstance(effect, ModelCall):
             streaming = {"stream": True, "on_event": effect.watcher} if effect.watcher is not None else {}
-            return await client.create(effect.messages, **loop.request, **streaming)
+            with _model_span(client, loop, effect) as span:
+                response = await client.create(effect.messages, **loop.request, **streaming)
+                if span is not None:  # no tracer, no work
+                    tracing.finish(span, **_response_attributes(response, effect.watcher))
+                return response
         if isinstance(effect, ToolCalls):
-            return await loop.registry.arun_all(effect.calls, parallel=loop.parallel, on_result=effect.on_result)
+            token = _RUN.set(loop)
+            try:
+                return await loop.registry.arun_all(effect.calls, parallel=loop.parallel,
+                                                    on_result=effect.on_result, approve=effect.approve)
+            finally:
+                _RUN.reset(token)
         if isinstance(effect, PolicyView):
             return await asyncio.to_thread(loop.policy.view, effect.history)
         return await asyncio.to_thread(loop.policy.on_tool_results, effect.results)
@@ -429,6 +536,21 @@ async def arun_loop(client: Any, messages: list[dict], **options: Any) -> LoopRe
                 outcome, error = None, err
     finally:
         steps.close()
+
+
+def _model_span(client: Any, loop: Loop, effect: ModelCall) -> Any:
+    """The `chat` span around one model call (a no-op without an active tracer)."""
+    if tracing.active_tracer() is None:
+        return tracing.span("", "model")  # yields None at once
+    attributes = tracing.model_attributes(client, loop.request, effect.messages, stream=effect.watcher is not None)
+    return tracing.span(f"chat {attributes['gen_ai.request.model']}", "model", attributes)
+
+
+def _response_attributes(response: dict, watcher: StreamWatcher | None) -> dict:
+    attributes = tracing.response_attributes(response)
+    if watcher is not None and watcher.first_token is not None:
+        attributes["gen_ai.response.time_to_first_chunk"] = round(watcher.first_token, 6)
+    return attributes
 
 
 def _advance(steps: Generator[Effect, Any, LoopResult], outcome: Any, error: APIError | None) -> tuple[bool, Any]:

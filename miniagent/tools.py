@@ -17,6 +17,13 @@ a `tool_result` block. This module is that contract:
   tool gets its own copy of the arguments, so nothing it does can change what the
   model sent, and whatever it returns becomes text that UTF-8 and JSON can carry.
 - `truncate_text`: keep a huge tool output from swamping the context window.
+- Approval: a tool marked `needs_approval=True` runs only when the run's `approve`
+  callback says yes; a refusal answers the model with an error result, and the
+  model carries on (notebook 10).
+
+Each call runs in the caller's context (`contextvars`), copied into its thread, as an
+asyncio task would be: so a tracer's span (`tracing.py`), the loop's budget and a
+sub-agent's depth (`team.py`) follow the call wherever it runs.
 
 A tool may be a coroutine function (`async def`). `arun_all` (asyncio) awaits it and
 runs a plain function in a thread of its own, so no tool blocks the event loop;
@@ -26,6 +33,7 @@ runs a plain function in a thread of its own, so no tool blocks the event loop;
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import copy
 import enum
 import functools
@@ -40,6 +48,7 @@ import typing
 from dataclasses import dataclass
 from typing import Any, Callable, Iterable, Iterator, Literal, Union
 
+from . import tracing
 from .messages import clean_text, safe_str, tool_result
 
 # The API's rule for tool names (a longer name is rejected with HTTP 400). Use it with
@@ -64,6 +73,7 @@ class Tool:
 
     `fn` (a function or a coroutine function) gets the tool_use's `input` as keyword
     arguments; `timeout` is how long the registry waits for it before answering with an error.
+    `needs_approval`: a person must approve each call before it runs (see `ToolRegistry.run_all`).
     """
 
     name: str
@@ -71,6 +81,7 @@ class Tool:
     input_schema: dict
     fn: Callable[..., Any]
     timeout: float = DEFAULT_TIMEOUT
+    needs_approval: bool = False
 
     def __post_init__(self) -> None:
         # Checked here, not by the API later: a bad tool should fail where it is defined.
@@ -98,7 +109,7 @@ class Tool:
 
 
 def tool(fn: Callable[..., Any] | None = None, *, name: str | None = None,
-         description: str | None = None, timeout: float = DEFAULT_TIMEOUT) -> Any:
+         description: str | None = None, timeout: float = DEFAULT_TIMEOUT, needs_approval: bool = False) -> Any:
     """Turn a function into a `Tool`; usable bare (`@tool`) or with arguments.
 
     The description is the docstring's text before `Args:`; the parameter
@@ -114,7 +125,8 @@ def tool(fn: Callable[..., Any] | None = None, *, name: str | None = None,
             raise ValueError(f"tool {tool_name!r} has no description: the model decides when to call a tool "
                              "from its description alone, so write a docstring or pass description=...")
         schema, enums = _schema_from_signature(f, param_docs)
-        return Tool(tool_name, text, schema, _converting_enums(f, enums) if enums else f, timeout)
+        return Tool(tool_name, text, schema, _converting_enums(f, enums) if enums else f, timeout,
+                    needs_approval=needs_approval)
 
     return build if fn is None else build(fn)
 
@@ -414,7 +426,9 @@ def call_with_timeout(fn: Callable[..., Any], kwargs: dict, timeout: float) -> t
         finally:
             done.set()
 
-    threading.Thread(target=target, daemon=True, name=f"tool-{getattr(fn, '__name__', 'call')}").start()
+    context = contextvars.copy_context()  # the caller's span, budget and depth go with the call
+    threading.Thread(target=context.run, args=(target,), daemon=True,
+                     name=f"tool-{getattr(fn, '__name__', 'call')}").start()
     if not _wait(done, timeout):
         raise TimeoutError(f"did not finish within {timeout:g} s")
     return outcome[0]
@@ -484,12 +498,19 @@ class ToolRegistry:
         return self._run_timed(tool_use)[0]
 
     def run_all(self, tool_uses: list[dict], parallel: bool = True,
-                on_result: Callable[[dict, dict, float], Any] | None = None) -> list[dict]:
+                on_result: Callable[[dict, dict, float], Any] | None = None,
+                approve: Approver | None = None) -> list[dict]:
         """The tool_result blocks for several tool_use blocks, in the order of the calls.
 
         With `parallel`, each call runs in its own thread, so the wait is the slowest
         tool rather than the sum of all of them. `on_result(tool_use, tool_result,
         seconds)` is called on this thread as each call finishes (in finishing order).
+
+        A call of a tool that `needs_approval` is first put to `approve(call)`, on this
+        thread, one call at a time in call order, before any tool of the round starts
+        (a person answers one question at a time). Only `True` runs it; False, or a string
+        (the person's reason), answers the model with an error result instead. Without
+        `approve`, such a call is never run.
 
         The threads are daemons, not a thread pool: on Ctrl-C (KeyboardInterrupt) this
         returns at once, abandoning the running tools, where a pool would first wait
@@ -497,51 +518,113 @@ class ToolRegistry:
         """
         for block in tool_uses:  # a caller's bug should surface before any tool runs
             self._check_block(block)
+        refused = {i: self._refusal(block, answer) for i, block in enumerate(tool_uses)
+                   if self._needs_approval(block)
+                   and (answer := _ask(approve, block)) is not True}
         results: list[Any] = [None] * len(tool_uses)
+        together = parallel and len(tool_uses) > 1
+        spans = self._spans(tool_uses) if together else [None] * len(tool_uses)  # else each as it starts
 
         def finished(i: int, result: dict, seconds: float) -> None:
             results[i] = result
+            tracing.end_tool(spans[i], result)
             if on_result:
                 on_result(tool_uses[i], result, seconds)
 
-        if not parallel or len(tool_uses) < 2:
-            for i, block in enumerate(tool_uses):
-                finished(i, *self._run_timed(block))
+        def timed(i: int) -> tuple[dict, float]:  # runs inside the call's own context
+            tracing.activate(spans[i])
+            if i in refused:
+                return refused[i], 0.0
+            return self._run_timed(tool_uses[i])
+
+        if not together:
+            for i in range(len(tool_uses)):
+                spans[i] = self._spans(tool_uses[i:i + 1])[0]  # one after another: so are their spans
+                finished(i, *contextvars.copy_context().run(timed, i))
         else:
             done: queue.SimpleQueue = queue.SimpleQueue()
-            for i, block in enumerate(tool_uses):
-                threading.Thread(target=lambda i=i, block=block: done.put((i, *self._run_timed(block))),
+            for i in range(len(tool_uses)):
+                context = contextvars.copy_context()  # the caller's span, budget and depth go with the call
+                threading.Thread(target=lambda i=i, context=context: done.put((i, *context.run(timed, i))),
                                  daemon=True, name=f"tools-{i}").start()
             for _ in tool_uses:
                 finished(*_get(done))
         return results
 
     async def arun_all(self, tool_uses: list[dict], parallel: bool = True,
-                       on_result: Callable[[dict, dict, float], Any] | None = None) -> list[dict]:
+                       on_result: Callable[[dict, dict, float], Any] | None = None,
+                       approve: Approver | None = None) -> list[dict]:
         """`run_all` for asyncio: the same results in the same order, every wait awaited.
 
         With `parallel`, the calls run as tasks of one TaskGroup, so cancelling the caller
         cancels them all (coroutine tools get CancelledError; threads are abandoned).
+        `approve` may be a coroutine function (a web page waiting for a click).
         """
         for block in tool_uses:
             self._check_block(block)
+        refused = {}
+        for i, block in enumerate(tool_uses):
+            if self._needs_approval(block):
+                answer = await _aask(approve, block)
+                if answer is not True:
+                    refused[i] = self._refusal(block, answer)
         results: list[Any] = [None] * len(tool_uses)
+        together = parallel and len(tool_uses) > 1
+        spans = self._spans(tool_uses) if together else [None] * len(tool_uses)  # else each as it starts
 
         async def one(i: int, block: dict) -> None:
+            tracing.activate(spans[i])
             start = time.perf_counter()
-            is_error, text = await self._aoutcome(block)
+            is_error, text = (refused[i]["is_error"], refused[i]["content"]) if i in refused \
+                else await self._aoutcome(block)
             results[i] = tool_result(block["id"], text, is_error=is_error)
+            tracing.end_tool(spans[i], results[i])
             if on_result:
                 on_result(block, results[i], time.perf_counter() - start)
 
-        if not parallel or len(tool_uses) < 2:
+        if not together:
             for i, block in enumerate(tool_uses):
-                await one(i, block)
+                spans[i] = self._spans([block])[0]
+                await asyncio.create_task(one(i, block), context=contextvars.copy_context())
         else:
             async with asyncio.TaskGroup() as group:
                 for i, block in enumerate(tool_uses):
-                    group.create_task(one(i, block))
+                    group.create_task(one(i, block), context=contextvars.copy_context())
         return results
+
+    def _spans(self, tool_uses: list[dict]) -> list[Any]:
+        """An `execute_tool` span per call when a tracer is active (else None each), opened here, in
+        call order, so that a trace reads in call order; each is made current in its call's context."""
+        tracer = tracing.active_tracer()
+        if tracer is None:
+            return [None] * len(tool_uses)
+        return [tracing.open_span(tracer, f"execute_tool {safe_str(b.get('name'))}", "tool", tracing.tool_attributes(
+            b, getattr(self._tools.get(b.get("name")) if isinstance(b.get("name"), str) else None, "description", None)))
+            for b in tool_uses]
+
+    def _needs_approval(self, block: dict) -> bool:
+        """Whether this call would run a tool that needs approval (a call refused anyway is not asked about)."""
+        chosen = self._tools.get(block.get("name")) if isinstance(block.get("name"), str) else None
+        if chosen is None or not chosen.needs_approval:
+            return False
+        try:  # the same checks as before a run: unknown tool, unparsed JSON, invalid arguments
+            return self._prepare(block.get("name"), block)[2] is None
+        except Exception:  # noqa: BLE001 - a schema the validator cannot read: _outcome answers it
+            return False
+
+    @staticmethod
+    def _refusal(block: dict, answer: Any) -> dict:
+        """The error result for a call a person did not approve."""
+        name = safe_str(block.get("name"))
+        if isinstance(answer, NotAsked):
+            why = f"no one was asked ({answer.why})"
+        elif isinstance(answer, str) and answer.strip():
+            why = f"they said: {clean_text(answer.strip())[:500]}"
+        else:
+            why = "they declined"
+        return tool_result(block["id"], f"Error: the user did not approve this call to {name}, so it was not run; "
+                           f"{why}. Do not call it again for the same thing: carry on without it, and tell the "
+                           "user what you would have done.", is_error=True)
 
     def _check_block(self, block: Any) -> None:
         if not isinstance(block, dict) or not isinstance(block.get("id"), str):
@@ -634,6 +717,46 @@ def _answer(name: str, ok: bool | None, value: Any) -> tuple[bool, str]:
     return False, format_output(value)
 
 
+# --- approval ---------------------------------------------------------------------------
+
+Approver = Callable[[dict], Any]  # call {"id", "name", "input"} -> True, False or the person's reason
+
+
+class NotAsked:
+    """The answer when no one could be asked (no approver, or it failed): never an approval."""
+
+    def __init__(self, why: str) -> None:
+        self.why = why
+
+
+def _question(block: dict) -> dict:
+    """What an approver is shown: the call, with a copy of its arguments (it must not change them)."""
+    return {"id": block["id"], "name": block.get("name"), "input": copy.deepcopy(block.get("input", {}))}
+
+
+def _ask(approve: Approver | None, block: dict, awaitable: bool = False) -> Any:
+    if approve is None:
+        return NotAsked("no approve callback was given")
+    try:
+        answer = approve(_question(block))
+    except Exception as exc:  # noqa: BLE001 - a broken approver never approves
+        return NotAsked(f"the approve callback raised {_raised(exc)}")
+    if inspect.isawaitable(answer) and not awaitable:
+        getattr(answer, "close", lambda: None)()  # never awaited: say so instead of warning later
+        return NotAsked("the approve callback is a coroutine function; use AsyncAgent to await it")
+    return answer
+
+
+async def _aask(approve: Approver | None, block: dict) -> Any:
+    answer = _ask(approve, block, awaitable=True)
+    if inspect.isawaitable(answer):
+        try:
+            answer = await answer
+        except Exception as exc:  # noqa: BLE001
+            return NotAsked(f"the approve callback raised {_raised(exc)}")
+    return answer
+
+
 def _is_async(fn: Callable[..., Any]) -> bool:
     return inspect.iscoroutinefunction(fn) or inspect.iscoroutinefunction(getattr(fn, "__call__", None))
 
@@ -675,7 +798,9 @@ async def _awaited(fn: Callable[..., Any], kwargs: dict) -> tuple[bool, Any]:
         except RuntimeError:  # the event loop has closed: the answer has nowhere to go
             pass
 
-    threading.Thread(target=target, daemon=True, name=f"tool-{getattr(fn, '__name__', 'call')}").start()
+    context = contextvars.copy_context()
+    threading.Thread(target=context.run, args=(target,), daemon=True,
+                     name=f"tool-{getattr(fn, '__name__', 'call')}").start()
     return await future
 
 

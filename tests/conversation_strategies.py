@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 from miniagent.messages import assistant, conversation_error, text_block, tool_result, user
 from miniagent.mock.validate import validate_request
 
-# 100 examples per policy in `make test`; 1,000 in `make test-props` (see conftest.py; CI runs it).
+# 50 examples per policy in `make test`; 1,000 in `make test-props` (see conftest.py; CI runs it).
 EXAMPLES = settings(deadline=None)
 
 WORDS = ["the", "weather", "in", "Paris", "is", "18", "C", "Ada", "likes", "tea", "ok",

@@ -22,6 +22,8 @@ import miniagent  # noqa: E402
 from miniagent import workload  # noqa: E402
 from miniagent.messages import conversation_error  # noqa: E402
 
+pytestmark = pytest.mark.bench  # run by make test-bench (CI), not by the everyday make test
+
 CLAIMS = ["square law", "a window is linear", "tool output dominates", "the naive window breaks",
           "pair-safe policies complete", "the token budget holds", "window + truncation is cheap",
           "a summary remembers, a window forgets", "structured memory is cheap",

@@ -3,6 +3,8 @@ the socket timestamp is taken, comes before the callback, and both agents get th
 
 from __future__ import annotations
 
+import pytest
+
 import sys
 from pathlib import Path
 
@@ -11,6 +13,8 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 import bench_streaming  # noqa: E402
 
 from miniagent.mock import MockAPI, serve_in_thread  # noqa: E402
+
+pytestmark = pytest.mark.bench  # run by make test-bench (CI), not by the everyday make test
 
 
 def test_arrival_is_stamped_at_the_socket_before_on_text_and_the_answers_agree():

@@ -1515,3 +1515,463 @@ def test_09_3_reference_and_wrong_answers():
     done_or_not = exercises.check_09_3(from_zero)  # often the same order: only a case that separates them fails it
     assert done_or_not.kind in (DONE, NOT_YET)
     wrong_kind(exercises.check_09_3(lambda rankings, k=60: [(x, 1.0) for x in reference(rankings, k)]), "pairs")
+
+
+# --- 11 · Tracing ---------------------------------------------------------------------------------
+
+IN_TOKENS, OUT_TOKENS = "gen_ai.usage.input_tokens", "gen_ai.usage.output_tokens"
+
+
+def reference_tokens_by_agent(tracer):
+    totals = {}
+
+    def visit(span, owner):
+        if span.kind == "agent":
+            owner = span.attributes["gen_ai.agent.name"]
+            totals.setdefault(owner, 0)
+        elif span.kind == "model" and owner is not None:
+            totals[owner] += span.attributes.get(IN_TOKENS, 0) + span.attributes.get(OUT_TOKENS, 0)
+        for child in tracer.children(span):
+            visit(child, owner)
+
+    for root in tracer.children(None):
+        visit(root, None)
+    return totals
+
+
+def test_11_1_reference_and_odd_but_valid():
+    from collections import Counter, defaultdict
+
+    done(exercises.check_11_1(reference_tokens_by_agent))
+
+    def by_parent_chain(tracer):  # climbs from each model span to its nearest agent; agents with 0 left out
+        by_id = {s.span_id: s for s in tracer.spans}
+        totals = Counter()
+        for span in tracer.of_kind("model"):
+            owner = by_id[span.parent_id]
+            while owner.kind != "agent":
+                owner = by_id[owner.parent_id]
+            totals[owner.attributes["gen_ai.agent.name"]] += (span.attributes.get(IN_TOKENS, 0)
+                                                              + span.attributes.get(OUT_TOKENS, 0))
+        return totals
+    done(exercises.check_11_1(by_parent_chain))
+
+    def direct_children(tracer):  # model spans are the direct children of their agent's span
+        totals = defaultdict(int)
+        for agent in tracer.of_kind("agent"):
+            for child in tracer.children(agent):
+                if child.kind == "model":
+                    totals[agent.name.removeprefix("invoke_agent ")] += (child.attributes.get(IN_TOKENS, 0)
+                                                                        + child.attributes.get(OUT_TOKENS, 0))
+        return totals
+    done(exercises.check_11_1(direct_children))
+
+
+def test_11_1_wrong_answers():
+    def stub(tracer):
+        ...
+    not_yet(exercises.check_11_1(stub), "returned None", "return a dict")
+
+    def from_agent_spans(tracer):  # an agent span's usage includes its sub-agents'
+        totals = {}
+        for s in tracer.of_kind("agent"):
+            name = s.attributes["gen_ai.agent.name"]
+            totals[name] = totals.get(name, 0) + s.attributes[IN_TOKENS] + s.attributes[OUT_TOKENS]
+        return totals
+    not_yet(exercises.check_11_1(from_agent_spans), "count the sub-agents' tokens too", "nearest agent")
+
+    def whole_subtree(tracer):
+        totals = {}
+        for s in tracer.of_kind("agent"):
+            inside = [x for _, x in tracer._subtree(s) if x.kind == "model"]
+            name = s.attributes["gen_ai.agent.name"]
+            totals[name] = totals.get(name, 0) + sum(x.attributes.get(IN_TOKENS, 0) + x.attributes.get(OUT_TOKENS, 0)
+                                                     for x in inside)
+        return totals
+    not_yet(exercises.check_11_1(whole_subtree), "count the sub-agents' tokens too")
+
+    def input_only(tracer):
+        totals = reference_tokens_by_agent(tracer)
+        for s in tracer.of_kind("agent"):
+            for c in tracer.children(s):
+                if c.kind == "model":
+                    totals[s.attributes["gen_ai.agent.name"]] -= c.attributes.get(OUT_TOKENS, 0)
+        return totals
+    not_yet(exercises.check_11_1(input_only), "input tokens only")
+
+    def by_span_name(tracer):
+        return {f"invoke_agent {k}": v for k, v in reference_tokens_by_agent(tracer).items()}
+    not_yet(exercises.check_11_1(by_span_name), "gen_ai.agent.name")
+
+    def last_run_wins(tracer):
+        totals = {}
+        for s in tracer.of_kind("agent"):
+            totals[s.attributes["gen_ai.agent.name"]] = sum(
+                c.attributes.get(IN_TOKENS, 0) + c.attributes.get(OUT_TOKENS, 0)
+                for c in tracer.children(s) if c.kind == "model")
+        return totals
+    not_yet(exercises.check_11_1(last_run_wins), "ran more than once", "add them up")
+
+    def strict_keys(tracer):  # a failed model call has no usage attributes
+        totals = {}
+        for s in tracer.of_kind("agent"):
+            name = s.attributes["gen_ai.agent.name"]
+            for c in tracer.children(s):
+                if c.kind == "model":
+                    totals[name] = totals.get(name, 0) + c.attributes[IN_TOKENS] + c.attributes[OUT_TOKENS]
+        return totals
+    not_yet(exercises.check_11_1(strict_keys), "KeyError", "failed")
+    wrong_kind(exercises.check_11_1(lambda tracer: list(reference_tokens_by_agent(tracer).items())), "return a dict")
+
+
+def reference_self_time(tracer, span):
+    covered, reach = 0.0, span.start
+    for child in sorted(tracer.children(span), key=lambda s: s.start):
+        start, end = max(child.start, reach), min(child.end, span.end)
+        if end > start:
+            covered, reach = covered + end - start, end
+    return span.seconds - covered
+
+
+def test_11_2_reference_and_odd_but_valid():
+    done(exercises.check_11_2(reference_self_time))
+
+    def merged(tracer, span):  # merge the intervals first, then subtract their lengths
+        intervals = []
+        for child in sorted(tracer.children(span), key=lambda s: s.start):
+            if intervals and child.start <= intervals[-1][1]:
+                intervals[-1][1] = max(intervals[-1][1], child.end)
+            else:
+                intervals.append([child.start, child.end])
+        return span.seconds - sum(end - start for start, end in intervals)
+    done(exercises.check_11_2(merged))
+
+    def sampled(tracer, span):  # count 0.1 ms steps that no child covers: rough, but right to the microsecond here
+        steps = round(span.seconds * 10_000)
+        free = sum(1 for i in range(steps) if not any(c.start <= span.start + (i + 0.5) / 10_000 < c.end
+                                                       for c in tracer.children(span)))
+        return free / 10_000
+    done(exercises.check_11_2(sampled))
+
+
+def test_11_2_wrong_answers():
+    def stub(tracer, span):
+        pass
+    not_yet(exercises.check_11_2(stub), "returned None")
+
+    def summed(tracer, span):  # the notebook's starting point
+        return span.seconds - sum(child.seconds for child in tracer.children(span))
+    not_yet(exercises.check_11_2(summed), "overlap in time", "merge their intervals")
+    not_yet(exercises.check_11_2(lambda tracer, span: span.seconds), "whole duration", "subtract")
+    not_yet(exercises.check_11_2(lambda tracer, span: reference_self_time(tracer, span) * 1000), "milliseconds")
+
+    def every_descendant(tracer, span):
+        inside = [s for _, s in tracer._subtree(span)][1:]
+        return span.seconds - sum(s.seconds for s in inside)
+    not_yet(exercises.check_11_2(every_descendant), "grandchildren")
+
+    def merge_forgets_max(tracer, span):  # a contained child shortens the merged interval
+        intervals = []
+        for child in sorted(tracer.children(span), key=lambda s: s.start):
+            if intervals and child.start <= intervals[-1][1]:
+                intervals[-1][1] = child.end
+            else:
+                intervals.append([child.start, child.end])
+        return span.seconds - sum(end - start for start, end in intervals)
+    not_yet(exercises.check_11_2(merge_forgets_max), "two tools in parallel", "expected 0.008 s, got 0.038 s",
+            "covered by at least one")
+    wrong_kind(exercises.check_11_2(lambda tracer, span: f"{reference_self_time(tracer, span)} s"), "a number")
+    wrong_kind(exercises.check_11_2(lambda tracer, span: True), "a number")
+
+
+def reference_otlp_attributes(attributes):
+    def value(v):
+        if isinstance(v, bool):
+            return {"boolValue": v}
+        if isinstance(v, int):
+            return {"intValue": str(v)}
+        if isinstance(v, float):
+            return {"doubleValue": v}
+        if isinstance(v, str):
+            return {"stringValue": v}
+        return {"arrayValue": {"values": [value(item) for item in v]}}
+    return [{"key": key, "value": value(v)} for key, v in attributes.items()]
+
+
+def test_11_3_the_reference_is_what_opentelemetry_itself_encodes():
+    pytest.importorskip("opentelemetry.exporter.otlp.proto.common")
+    from google.protobuf.json_format import MessageToDict
+    from opentelemetry.exporter.otlp.proto.common._internal import _encode_attributes
+
+    from miniagent.exercises.n11 import ATTRIBUTE_CASES, _otlp_attributes
+    for _, attributes in ATTRIBUTE_CASES:
+        official = [MessageToDict(kv) for kv in _encode_attributes(attributes)]
+        assert _otlp_attributes(attributes) == official == reference_otlp_attributes(attributes)
+
+
+def test_11_3_reference_and_odd_but_valid():
+    done(exercises.check_11_3(reference_otlp_attributes))
+
+    def numbers_as_numbers(attributes):  # readers accept a JSON number for an int64 too
+        items = reference_otlp_attributes(attributes)
+        for item in items:
+            if "intValue" in item["value"]:
+                item["value"]["intValue"] = int(item["value"]["intValue"])
+        return items
+    done(exercises.check_11_3(numbers_as_numbers))
+    done(exercises.check_11_3(lambda attributes: tuple(reversed(reference_otlp_attributes(attributes)))))
+
+
+def test_11_3_wrong_answers():
+    def stub(attributes):
+        ...
+    not_yet(exercises.check_11_3(stub), "returned None")
+
+    def int_before_bool(attributes):
+        def value(v):
+            if isinstance(v, int):
+                return {"intValue": str(v)}
+            if isinstance(v, float):
+                return {"doubleValue": v}
+            if isinstance(v, str):
+                return {"stringValue": v}
+            if isinstance(v, bool):
+                return {"boolValue": v}
+            return {"arrayValue": {"values": [value(item) for item in v]}}
+        return [{"key": k, "value": value(v)} for k, v in attributes.items()]
+    not_yet(exercises.check_11_3(int_before_bool), "test for bool before int")
+    not_yet(exercises.check_11_3(lambda attributes: [{"key": k, "value": {"stringValue": str(v)}}
+                                                     for k, v in attributes.items()]), "numbers stay numbers")
+
+    def flat_lists(attributes):
+        return [{"key": k, "value": {"stringValue": v}} if isinstance(v, str)
+                else {"key": k, "value": {"arrayValue": v}} if isinstance(v, list)
+                else item for (k, v), item in zip(attributes.items(), reference_otlp_attributes(attributes))]
+    not_yet(exercises.check_11_3(flat_lists), "arrayValue", "values")
+    not_yet(exercises.check_11_3(lambda attributes: [{"key": k, "value": v} for k, v in attributes.items()]),
+            "became")
+    not_yet(exercises.check_11_3(lambda attributes: reference_otlp_attributes(attributes)[1:]), "once each")
+    not_yet(exercises.check_11_3(lambda attributes: [{"name": k, "value": v} for k, v in attributes.items()]),
+            '"key" and "value"')
+    wrong_kind(exercises.check_11_3(lambda attributes: {k: {"stringValue": str(v)} for k, v in attributes.items()}),
+               "a list")
+    wrong_kind(exercises.check_11_3(lambda attributes: str(attributes)), "a list")
+
+
+@pytest.mark.parametrize("key", ["11-1", "11-2", "11-3"])
+def test_11_an_answer_that_never_returns_is_reported_not_waited_for(key, short_timeout):
+    def hangs(*args, **kwargs):
+        short_timeout.wait()
+    started = time.perf_counter()
+    not_yet(exercises.CHECKS[key](hangs), "did not return within 0.1 s", "restart the kernel")
+    assert time.perf_counter() - started < 5
+
+
+# --- notebook 10 · several agents ----------------------------------------------------------
+
+
+def reference_specialist_tool(client, tools, system):
+    from miniagent.loop import run_loop
+    from miniagent.messages import user
+
+    @tool
+    def specialist(task: str) -> str:
+        """A specialist agent: give it one self-contained task.
+
+        task: The task, self-contained.
+        """
+        result = run_loop(client, [user(task)], tools=tools, system=system)
+        if not result.ok:
+            raise RuntimeError(f"the specialist stopped early ({result.stop}): {result.reason}")
+        return result.text
+    return specialist
+
+
+def test_10_1_reference_and_odd_but_valid():
+    done(exercises.check_10_1(reference_specialist_tool))
+
+    def with_an_agent(client, tools, system):  # an Agent per call is a fresh conversation too
+        from miniagent.agent import Agent
+
+        def ask_specialist(task: str) -> str:
+            """Ask the specialist agent one self-contained task.
+
+            task: The task.
+            """
+            result = Agent(client, tools, system=system).run(task)
+            if not result.ok:
+                raise RuntimeError(result.reason)
+            return result.text
+        return ask_specialist  # a plain function with a docstring: @tool is applied by the check
+    done(exercises.check_10_1(with_an_agent))
+
+
+def test_10_1_wrong_answers():
+    from miniagent.agent import Agent
+    from miniagent.loop import run_loop
+    from miniagent.messages import user
+
+    not_yet(exercises.check_10_1(lambda client, tools, system: None), "returned None")
+
+    def shared_history(client, tools, system):
+        agent = Agent(client, tools, system=system)  # one agent for every call: the tasks pile up
+
+        @tool
+        def specialist(task: str) -> str:
+            """A specialist.
+
+            task: The task.
+            """
+            return agent.run(task).text
+        return specialist
+    not_yet(exercises.check_10_1(shared_history), "two tasks should start two conversations")
+
+    def no_system(client, tools, system):
+        @tool
+        def specialist(task: str) -> str:
+            """A specialist.
+
+            task: The task.
+            """
+            return run_loop(client, [user(task)], tools=tools).text
+        return specialist
+    not_yet(exercises.check_10_1(no_system), "pass the system prompt")
+
+    def whole_result(client, tools, system):
+        @tool
+        def specialist(task: str) -> str:
+            """A specialist.
+
+            task: The task.
+            """
+            return run_loop(client, [user(task)], tools=tools, system=system)
+        return specialist
+    wrong_kind(exercises.check_10_1(whole_result), "return result.text")
+
+    def swallows_failures(client, tools, system):
+        @tool
+        def specialist(task: str) -> str:
+            """A specialist.
+
+            task: The task.
+            """
+            return run_loop(client, [user(task)], tools=tools, system=system).text
+        return specialist
+    not_yet(exercises.check_10_1(swallows_failures), "raise an exception")
+
+    def wrong_parameter(client, tools, system):
+        @tool
+        def specialist(question: str) -> str:
+            """A specialist.
+
+            question: The question.
+            """
+            return run_loop(client, [user(question)], tools=tools, system=system).text
+        return specialist
+    not_yet(exercises.check_10_1(wrong_parameter), "task: str")
+    wrong_kind(exercises.check_10_1("specialist"), "should be a function")
+
+
+def reference_approve_email(call):
+    to = str(call["input"].get("to", ""))
+    local, at, domain = to.strip().rpartition("@")
+    if at and local and domain.lower() == "example.com":
+        return True
+    return f"mail to {to!r} is not allowed: only addresses at example.com"
+
+
+def test_10_2_reference_and_odd_but_valid():
+    done(exercises.check_10_2(reference_approve_email))
+    import re
+    done(exercises.check_10_2(lambda call: True if re.fullmatch(r"[^@\s]+@example\.com", call["input"]["to"], re.I)
+                              else f"refused: {call['input']['to']} is outside example.com"))
+
+
+def test_10_2_wrong_answers():
+    def refuse(call):
+        return f"no: {call['input']['to']}"
+    not_yet(exercises.check_10_2(lambda call: None), "returned None")
+    not_yet(exercises.check_10_2(lambda call: "example.com" in call["input"]["to"].lower() or refuse(call)),
+            "was approved", "after the last '@'")
+    not_yet(exercises.check_10_2(lambda call: call["input"]["to"].endswith("@example.com") or refuse(call)),
+            "compare the domain without regard to case")
+    not_yet(exercises.check_10_2(lambda call: call["input"]["to"].lower().endswith("example.com") or refuse(call)),
+            "was approved")
+    not_yet(exercises.check_10_2(lambda call: call["input"]["to"].lower().endswith("@example.com")),
+            "refused without a reason")
+    not_yet(exercises.check_10_2(lambda call: call["input"]["to"].lower().endswith("@example.com") or "not allowed"),
+            "does not name the address")
+    not_yet(exercises.check_10_2(lambda call: "yes" if call["input"]["to"].lower().endswith("@example.com")
+                                 else refuse(call)), "only the bool True approves")
+    not_yet(exercises.check_10_2(lambda call: call["input"]["to"].lower().split("@")[-1] == "example.com"
+                                 and "@" in call["input"]["to"] or refuse(call)), "a name before the '@'")
+    wrong_kind(exercises.check_10_2(lambda call: call["input"]["to"].lower().endswith("@example.com")
+                                    and not call["input"]["to"].startswith("@") or 0), "return True or a reason")
+
+
+def reference_open_steps(messages):
+    for message in reversed(messages):
+        if message["role"] != "assistant" or not isinstance(message["content"], list):
+            continue
+        for block in reversed(message["content"]):
+            if block.get("type") == "tool_use" and block.get("name") == "update_plan":
+                return [s["step"] for s in block["input"].get("steps", []) if not s.get("done")]
+    return []
+
+
+def test_10_3_reference_and_odd_but_valid():
+    done(exercises.check_10_3(reference_open_steps))
+
+    def from_the_front(messages):  # keeps overwriting: the last plan seen wins
+        latest = []
+        for m in messages:
+            for b in (m["content"] if m["role"] == "assistant" and isinstance(m["content"], list) else []):
+                if b.get("type") == "tool_use" and b.get("name") == "update_plan":
+                    latest = [s["step"] for s in b["input"]["steps"] if not s["done"]]
+        return latest
+    done(exercises.check_10_3(from_the_front))
+
+
+def test_10_3_wrong_answers():
+    not_yet(exercises.check_10_3(lambda messages: None), "returned None")
+
+    def first_plan(messages):
+        for m in messages:
+            for b in (m["content"] if m["role"] == "assistant" and isinstance(m["content"], list) else []):
+                if b.get("type") == "tool_use" and b.get("name") == "update_plan":
+                    return [s["step"] for s in b["input"]["steps"] if not s["done"]]
+        return []
+    not_yet(exercises.check_10_3(first_plan), "the latest plan replaces the earlier ones")
+
+    def every_step(messages):
+        found = reference_open_steps(messages)
+        if not found and not any(isinstance(m["content"], list) for m in messages):
+            return []
+        for m in reversed(messages):
+            for b in (m["content"] if m["role"] == "assistant" and isinstance(m["content"], list) else []):
+                if b.get("name") == "update_plan":
+                    return [s["step"] for s in b["input"]["steps"]]
+        return []
+    not_yet(exercises.check_10_3(every_step), "done is false")
+
+    def whole_steps(messages):
+        for m in reversed(messages):
+            for b in (m["content"] if m["role"] == "assistant" and isinstance(m["content"], list) else []):
+                if b.get("name") == "update_plan":
+                    return [s for s in b["input"]["steps"] if not s["done"]]
+        return []
+    not_yet(exercises.check_10_3(whole_steps), "as their text")
+
+    def text_search(messages):  # reads a user's pasted text as a plan
+        return ["pretend step"] if "update_plan" in str(messages[0]["content"]) else reference_open_steps(messages)
+    not_yet(exercises.check_10_3(text_search), "no update_plan tool_use block means no plan")
+    wrong_kind(exercises.check_10_3(lambda messages: tuple(reference_open_steps(messages))), "a list")
+
+
+@pytest.mark.parametrize("key", ["10-1", "10-2", "10-3"])
+def test_10_an_answer_that_never_returns_is_reported_not_waited_for(key, short_timeout):
+    def hangs(*args, **kwargs):
+        short_timeout.wait()
+    started = time.perf_counter()
+    not_yet(exercises.CHECKS[key](hangs), "did not return within 0.1 s", "restart the kernel")
+    assert time.perf_counter() - started < 5

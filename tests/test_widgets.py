@@ -1,7 +1,9 @@
-"""ChatView and TraceView: sending works like clicking, tool calls show, the text form is meaningful."""
+"""ChatView and TraceView: sending works like clicking, tools show, approval works, the text form is meaningful."""
 
 import html
+import json
 import re
+import threading
 from datetime import datetime, timezone
 
 import pytest
@@ -65,15 +67,16 @@ def test_text_form_is_the_transcript(chat):
 
 def test_button_click_sends_what_is_typed(chat):
     chat.input.value = "What is (2 + 3) * 4?"
-    chat.button.click()
+    chat.button.click()  # returns at once: the question runs in a worker thread
     assert chat.input.value == "" and len(chat.turns) == 1
+    assert chat.wait(timeout=10) and not chat.busy
     assert "20" in chat.turns[0]["answer"] and "calculate" in chat.transcript.value
 
 
 def test_enter_sends(chat):
     chat.input.value = "Hello!"
     chat.input._handle_custom_msg({"event": "submit"}, [])  # what the front end sends on Enter
-    assert len(chat.turns) == 1 and chat.turns[0]["answer"]
+    assert chat.wait(timeout=10) and len(chat.turns) == 1 and chat.turns[0]["answer"]
 
 
 def test_empty_input_does_nothing(chat):
@@ -106,6 +109,7 @@ def test_an_exception_is_shown_and_raised_by_send(chat, monkeypatch):
     assert "RuntimeError: kaboom" in chat.transcript.value and not chat.button.disabled
     chat.input.value = "again"
     chat.button.click()  # from the UI: shown, not raised into the void
+    assert chat.wait(timeout=10)
     assert repr(chat).count("RuntimeError: kaboom") == 2
 
 
@@ -166,3 +170,202 @@ def test_a_stream_that_breaks_shows_no_half_answer(chat):
     assert chat.send("Hello!") == ""
     assert "stopped: api_error" in chat.transcript.value and "A long answer" not in chat.transcript.value
     assert chat.turns[-1]["answer"] == "" and "forming" not in chat.turns[-1]
+
+
+# --- approval ---------------------------------------------------------------------------------
+#
+# A question from the box runs in a worker thread; the panel's approver blocks it until a click.
+# Here the test's thread plays the kernel's main thread: it clicks while the worker waits.
+
+DELETE = "Delete the file notes.txt"
+
+
+@pytest.fixture
+def deleted():
+    """The paths the delete_file tool was really called with."""
+    return []
+
+
+def risky_agent(deleted: list, **settings) -> Agent:
+    from miniagent.tools import tool
+
+    @tool(needs_approval=True)
+    def delete_file(path: str) -> str:
+        """Delete a file from the workspace.
+
+        Args:
+            path: the file to delete
+        """
+        deleted.append(path)
+        return f"deleted {path}"
+
+    return Agent(connect(offline=True, quiet=True), [delete_file], **settings)
+
+
+def panel_shown(view: ChatView) -> threading.Event:
+    """Set when the approval panel joins the view (observe before sending: no race)."""
+    shown = threading.Event()
+    view.observe(lambda change: view.approval in change["new"] and shown.set(), names="children")
+    return shown
+
+
+def ask_from_the_box(view: ChatView, question: str = DELETE) -> None:
+    shown = panel_shown(view)
+    view.input.value = question
+    view.button.click()  # returns at once; the run waits in its thread for a click
+    assert shown.wait(5), f"no approval panel; the view shows:\n{view!r}"
+
+
+def tool_lines(view: ChatView) -> list[str]:
+    return [line for line in repr(view).splitlines() if line.startswith("  tool ")]
+
+
+@pytest.mark.parametrize("stream", [True, False])
+def test_the_panel_shows_the_call_and_approve_runs_it(deleted, stream):
+    view = ChatView(risky_agent(deleted), stream=stream)
+    assert view.approval not in view.children and view.pending is None
+    ask_from_the_box(view)
+    call = view.pending
+    assert call["name"] == "delete_file" and view.busy and deleted == []
+    assert {"miniagent-approval"} <= set(view.approval._dom_classes)
+    assert "miniagent-approve" in view.approve_button._dom_classes and view.approve_button.description == "Approve"
+    assert "miniagent-deny" in view.deny_button._dom_classes and view.deny_button.description == "Deny"
+    assert "delete_file" in view.approval_call.value
+    assert html.escape(json.dumps(call["input"], indent=2)) in view.approval_call.value  # pretty JSON
+    assert view.input.disabled and view.button.disabled and not view.approve_button.disabled
+    assert "waiting for your approval" in view.transcript.value and "thinking" not in view.transcript.value
+    assert tool_lines(view)[0].endswith("· waiting for your approval… -> (no result)")
+
+    view.approve_button.click()  # the click handler, on this (the "main") thread, answers the worker
+    assert view.wait(5) and not view.busy
+    assert deleted == [call["input"]["path"]]
+    assert view.approval not in view.children and view.pending is None
+    assert tool_lines(view) == [f'  tool delete_file({json.dumps(call["input"])}) · approved by you'
+                                f' -> deleted {call["input"]["path"]}']
+    assert "approved by you" in view.transcript.value and not view.input.disabled
+    approval = [e for e in view.agent.trace.events if e["type"] == "approval"]
+    assert [(e["id"], e["approved"]) for e in approval] == [(call["id"], True)]
+
+
+def test_deny_with_a_reason_never_runs_the_tool(deleted):
+    view = ChatView(risky_agent(deleted))
+    ask_from_the_box(view)
+    view.reason.value = "keep it, I still need it"
+    view.deny_button.click()
+    assert view.wait(5) and deleted == []
+    line = tool_lines(view)[0]
+    assert "· denied by you: keep it, I still need it -> error Error: the user did not approve" in line
+    told = view.agent.history[2]["content"][0]  # the tool_result the model got
+    assert told["is_error"] and told["content"].startswith("Error: the user did not approve")
+    assert "keep it, I still need it" in told["content"]
+    assert view.turns[0]["answer"] and "denied by you" in view.transcript.value
+    assert view.decide(True) is False  # nothing waits any more: a late click does nothing
+
+
+def test_enter_in_the_reason_box_denies_and_deny_alone_gives_no_reason(deleted):
+    view = ChatView(risky_agent(deleted))
+    ask_from_the_box(view)
+    view.reason.value = "no"
+    view.reason._handle_custom_msg({"event": "submit"}, [])
+    assert view.wait(5) and "· denied by you: no -> " in tool_lines(view)[0]
+    ask_from_the_box(view)
+    view.deny_button.click()
+    assert view.wait(5) and deleted == []
+    assert "· denied by you -> error" in tool_lines(view)[1]
+
+
+def test_one_question_at_a_time(deleted):
+    view = ChatView(risky_agent(deleted))
+    ask_from_the_box(view)
+    with pytest.raises(RuntimeError, match="still answering"):
+        view.send("What is 1 + 1?")
+    view.input.value = "What is 1 + 1?"
+    view.button.click()  # the box is disabled in the page; a click that gets through anyway does nothing
+    assert len(view.turns) == 1
+    view.approve_button.click()
+    view.approve_button.click()  # a second click on the same call is ignored
+    assert view.wait(5) and len(deleted) == 1
+    assert view.send("What is (2 + 3) * 4?") and len(view.turns) == 2
+
+
+def test_closing_the_view_denies_the_waiting_call(deleted):
+    view = ChatView(risky_agent(deleted))
+    ask_from_the_box(view)
+    view.close()
+    assert view.wait(5) and deleted == []
+    assert "denied: the chat was closed" in tool_lines(view)[0]
+
+
+def test_approve_callback_decides_instead_of_the_buttons(deleted):
+    asked = []
+    view = ChatView(risky_agent(deleted), approve=lambda call: asked.append(call["name"]) or True)
+    assert view.send(DELETE) and len(deleted) == 1 and asked == ["delete_file"]
+    assert "· approved -> deleted" in tool_lines(view)[0]
+    shown = panel_shown(view)
+    view.input.value = DELETE
+    view.button.click()  # from the box too: the function decides, no panel
+    assert view.wait(5) and not shown.is_set() and len(deleted) == 2 and len(asked) == 2
+
+    no = ChatView(risky_agent(deleted), approve=lambda call: "not today")
+    no.send(DELETE)
+    assert len(deleted) == 2 and "· denied: not today -> error Error: the user did not approve" in tool_lines(no)[0]
+    with pytest.raises(TypeError, match="approve must be a function"):
+        ChatView(risky_agent(deleted), approve="yes")
+
+
+def test_send_from_code_without_an_approver_denies(deleted):
+    view = ChatView(risky_agent(deleted))
+    shown = panel_shown(view)
+    answer = view.send(DELETE)  # never waits for a click
+    assert answer and deleted == [] and not shown.is_set() and view.pending is None
+    assert "· denied: no one was asked (no approve callback was given) -> error Error: the user did not approve" in tool_lines(view)[0]
+    # The agent's own approver decides when the view has none.
+    trusting = ChatView(risky_agent(deleted, approve=lambda call: True))
+    trusting.send(DELETE)
+    assert len(deleted) == 1 and "· approved -> deleted" in tool_lines(trusting)[0]
+
+
+def test_a_tool_without_approval_shows_no_decision(chat):
+    chat.send("What is (2 + 3) * 4?")
+    assert tool_lines(chat) == ['  tool calculate({"expression": "(2 + 3) * 4"}) -> 20']
+    assert "miniagent-decision" not in chat.transcript.value
+
+
+def test_an_async_agent_is_refused_with_a_reason():
+    from miniagent.agent import AsyncAgent
+    from miniagent.aclient import connect_async
+
+    with pytest.raises(TypeError, match="sync Agent"):
+        ChatView(AsyncAgent(connect_async(offline=True, quiet=True)))
+
+
+def test_the_panel_never_waits_on_the_main_thread(deleted):
+    """There the click could never arrive: the registry takes the error as a denial instead of a hang."""
+    agent = risky_agent(deleted)
+    view = ChatView(agent)
+    agent.approve = view.ask_in_panel  # a mistake: send() runs on the main thread
+    safety = threading.Timer(3, lambda: view.decide(False, "the guard did not work"))  # fail, never hang
+    safety.start()
+    try:
+        view.send(DELETE)
+    finally:
+        safety.cancel()
+    assert deleted == [] and "the guard did not work" not in repr(view)
+    assert "no one was asked (the approve callback raised RuntimeError: ask_in_panel waits for a click" in repr(view)
+
+
+def test_two_calls_in_one_round_are_asked_one_at_a_time(deleted):
+    view = ChatView(risky_agent(deleted))
+    both = [{"type": "tool_use", "name": "delete_file", "input": {"path": p}} for p in ("a.txt", "b.txt")]
+    view.agent.client.mock.script({"content": both, "stop_reason": "tool_use"}, {"content": "Done: one of the two."})
+    ask_from_the_box(view)
+    assert view.pending["input"] == {"path": "a.txt"}
+    second = panel_shown(view)
+    view.approve_button.click()
+    assert second.wait(5) and view.pending["input"] == {"path": "b.txt"}
+    assert deleted == []  # no tool of the round starts before every call is decided
+    view.deny_button.click()
+    assert view.wait(5) and deleted == ["a.txt"]
+    assert [line.split(" -> ")[0] for line in tool_lines(view)] == [
+        '  tool delete_file({"path": "a.txt"}) · approved by you',
+        '  tool delete_file({"path": "b.txt"}) · denied by you']

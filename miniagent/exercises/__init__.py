@@ -37,6 +37,8 @@ from miniagent.exercises.n06 import check_06_1, check_06_2, check_06_3
 from miniagent.exercises.n07 import check_07_1, check_07_2, check_07_3
 from miniagent.exercises.n08 import check_08_1, check_08_2, check_08_3
 from miniagent.exercises.n09 import check_09_1, check_09_2, check_09_3
+from miniagent.exercises.n10 import check_10_1, check_10_2, check_10_3
+from miniagent.exercises.n11 import check_11_1, check_11_2, check_11_3
 
 __all__ = ["CHECKS", "DONE", "NOT_YET", "TIMEOUT", "WRONG_KIND", "Verdict",
            "check_00_1", "check_01_1", "check_01_2", "check_01_3", "check_02_1", "check_02_2",
@@ -44,4 +46,6 @@ __all__ = ["CHECKS", "DONE", "NOT_YET", "TIMEOUT", "WRONG_KIND", "Verdict",
            "check_04_3", "check_05_1", "check_05_2", "check_05_3", "check_06_1", "check_06_2",
            "check_06_3", "check_07_1", "check_07_2", "check_07_3",
            "check_08_1", "check_08_2", "check_08_3",
-           "check_09_1", "check_09_2", "check_09_3"]
+           "check_09_1", "check_09_2", "check_09_3",
+           "check_10_1", "check_10_2", "check_10_3",
+           "check_11_1", "check_11_2", "check_11_3"]

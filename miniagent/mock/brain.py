@@ -17,8 +17,20 @@ what, the final answer composed from the tool results (quoting the sentence that
 the question, with its citation, when the results cite their sources: a search, a
 recalled memory), one correction of a failed call, a summary when asked for one, and
 otherwise a brief answer that says it is the offline mock. Read it top to bottom: what to say, picking tools, planning the
-calls, answering after tool results, summaries, plain answers, thinking, then the
-response and the limits every answer passes through (stop sequences, max_tokens).
+calls, answering after tool results, hand-offs, plans, summaries, plain answers, thinking,
+then the response and the limits every answer passes through (stop sequences, max_tokens).
+
+Three kinds of tool stand for more than a function (notebook 10), and each is recognised
+by its shape (reading.py), so a request without them is answered exactly as before:
+- a specialist, another agent behind a tool (one required string `task`): each gets the
+  self-contained part of the question that is for it, all in one turn, and the answer
+  quotes each specialist's answer after its name, without its own "(mock)" mark;
+- a hand-off, `transfer_to_<agent>`: called alone, with a short reason, only when none of
+  the agent's own tools fits; the agent the conversation was handed to answers the
+  question afresh with its tools and never hands it on in the same turn (no ping-pong);
+- a plan, `update_plan(steps=[{step, done}])`: when the question needs two calls or more,
+  the plan comes first (one step per call, none done), then the calls, then the plan
+  checked off, then the answer, which does not quote the plan.
 
 Two request options change the shape of an answer rather than its substance: a JSON
 format (`output_config.format`, or a prompt that gives a schema and asks for JSON)
@@ -39,9 +51,10 @@ from miniagent.messages import clean_text, text_block, text_of, tool_results
 from miniagent.mock import structured, thinking
 from miniagent.mock.reading import (
     FACT_KEYS, LIST_FACTS, SUMMARISE, Ask, Pair, about_the_user, args_text, as_fact, asked_concepts,
-    asked_facts, content_words, entries_of, episode, facts, fill_args, find_cities, is_lookup, is_question, kind,
-    language, numbers, primary_concept, question_index, quoted, readable_schema, recalls_memory, schema_properties,
-    states_fact, system_text, tool_concepts, tool_words, transcript, user_text, values_for,
+    asked_facts, content_words, entries_of, episode, facts, fill_args, find_cities, is_delegate, is_lookup, is_question,
+    kind, language, numbers, plan_fields, primary_concept, question_index, quoted, readable_schema, recalls_memory,
+    schema_properties, states_fact, system_text, tasks, tool_concepts, tool_words, transcript, transfer_target,
+    user_text, values_for,
 )
 from miniagent.tokens import BLOCK_OVERHEAD, estimate_text
 
@@ -70,11 +83,21 @@ SAY = {
         "found": "{n} found: {q}",
         "failed": '{call} failed: "{r}"',
         "failed_again": '{call} failed again after one correction: "{r}"',
+        "declined": "I did not run {call}: you did not approve it.", "declined_why": " You said: {r}",
+        "unasked": "I did not run {call}: it needs a person's approval, and no one was asked.",
         "retry": "{n} failed, so I'll try again with {k} = {v}.",
         "summary": "Summary: ", "nothing": "there is nothing to summarise yet.",
         "fact_name": "The user's name is {v}.", "fact_likes": "The user likes {v}.",
         "fact_list": "Facts stated in this conversation:", "no_facts": "none (no new facts stated)",
         "asked": "The user asked: {items}.", "results": "Key tool results: {items}.", "points": "Key points: {items}.",
+        "ask": "ask {names}", "and": " and ", "delegate": "{n}: {r}", "lines": "; ",
+        "handover": "I'll hand this over to {n}.", "handed": "I've handed this over to {n}; it answers from here.",
+        "reason": "the question is about {t}",
+        "planning": "I'll plan this first: {n} steps.", "checking": "{k} of {n} steps are done; I'll check them off.",
+        "checked": "All {n} steps are done; I'll check them off.",
+        "step_weather": "Look up the weather in {c}", "step_time": "Check the time",
+        "step_time_in": "Check the time in {z}",
+        "step_math": "Calculate {e}", "step_ask": "Ask {n}: {t}", "step_call": "Call {n}({a})",
     },
     "zh": {
         "mark": "（模拟）",
@@ -96,11 +119,20 @@ SAY = {
         "found": "{n} 找到：{q}",
         "failed": "{call} 失败：「{r}」",
         "failed_again": "{call} 修正一次后仍然失败：「{r}」",
+        "declined": "我没有执行 {call}：你没有批准。", "declined_why": "你说：{r}",
+        "unasked": "我没有执行 {call}：它需要有人批准，但没有人被询问。",
         "retry": "{n} 出错了，我把 {k} 改成 {v} 再试一次。",
         "summary": "摘要：", "nothing": "目前还没有可总结的内容。",
         "fact_name": "用户叫{v}。", "fact_likes": "用户喜欢{v}。",
         "fact_list": "对话里说过的事实：", "no_facts": "none（没有新的事实）",
         "asked": "用户问过：{items}。", "results": "工具结果：{items}。", "points": "要点：{items}。",
+        "ask": "请 {names} 帮忙", "and": " 和 ", "delegate": "{n}：{r}", "lines": "；",
+        "handover": "我把这个问题转给 {n}。", "handed": "我已经把问题转给 {n}，由它来回答。",
+        "reason": "问题与{t}有关",
+        "planning": "我先列一个计划：{n} 步。", "checking": "{n} 步里完成了 {k} 步，我来更新计划。",
+        "checked": "{n} 步都完成了，我来把它们勾掉。",
+        "step_weather": "查询{c}的天气", "step_time": "查一下时间", "step_time_in": "查一下 {z} 的时间",
+        "step_math": "计算 {e}", "step_ask": "请 {n}：{t}", "step_call": "调用 {n}（{a}）",
     },
 }
 
@@ -200,6 +232,11 @@ def _tool_named(tools: list[dict], name: str) -> dict:
     return next((t for t in tools if t.get("name") == name), {"name": name})
 
 
+def _apart(tool: dict) -> bool:
+    """Whether a tool is no part of the work: a hand-off (decided in `handoff`) or a plan (`write_plan`)."""
+    return transfer_target(tool) is not None or plan_fields(tool) is not None
+
+
 def plan(question: str, tools: list[dict], choice: dict) -> tuple[list[dict], list[tuple[str, str]]]:
     """All the tool calls this question needs, and (tool, field) pairs it could not fill.
 
@@ -207,10 +244,15 @@ def plan(question: str, tools: list[dict], choice: dict) -> tuple[list[dict], li
     A forced choice ("any", "tool") always yields a call: what the question does not give
     is filled from the tool's schema with neutral values (structured.instance), never by
     pasting the question into every string. A forced call, and any call of a `strict` tool,
-    always fits the tool's schema, as the API guarantees.
+    always fits the tool's schema, as the API guarantees. A specialist (another agent behind
+    a tool) gets the part of the question that is for it, self-contained (reading.tasks).
+    Hand-off and plan tools are never planned with the work: they are decided apart.
     """
     mode = choice.get("type", "auto")
-    if not tools or mode == "none":
+    if not tools or mode == "none" or mode == "tool" and _apart(_tool_named(tools, choice["name"])):
+        return [], []
+    tools = [t for t in tools if not _apart(t)]
+    if not tools:
         return [], []
     picks = pick_tools(question, tools)
     names = [t["name"] for t in tools]
@@ -223,9 +265,13 @@ def plan(question: str, tools: list[dict], choice: dict) -> tuple[list[dict], li
     cities = _assign_cities(question, picks, tools)
     all_cities = [c for _, c in find_cities(question)]
     nums, quotes = numbers(question), quoted(question)  # shared, so each value goes to one call
+    asks = tasks(question, [p.anchors for p in picks]) if any(is_delegate(tools[p.index]) for p in picks) else []
     calls, missing = [], []
-    for pick in picks:
+    for n, pick in enumerate(picks):
         name = names[pick.index]
+        if is_delegate(tools[pick.index]):  # one free-text task: its part of the question, said to stand alone
+            calls.append(_tool_use(name, {"task": asks[n]}))
+            continue
         ask = Ask(question, cities.get(pick.index, []), all_cities, list(nums), list(quotes), pick.anchors)
         schema = tools[pick.index].get("input_schema") or {}
         inputs, lacking = fill_args(tools[pick.index], ask)
@@ -253,15 +299,25 @@ def _first_text(inp: dict) -> str:
     return next((v for v in inp.values() if isinstance(v, str)), "")
 
 
+def _listing(names: list[str], lang: str) -> str:
+    """Names as a sentence lists them: a; a and b; a, b and c (a、b 和 c)."""
+    last = SAY[lang]["and"]
+    return names[0] if len(names) == 1 else ("、" if lang == "zh" else ", ").join(names[:-1]) + last + names[-1]
+
+
 def describe(calls: list[dict], tools: list[dict], lang: str) -> str:
-    """The short sentence a model writes before its tool calls."""
+    """The short sentence a model writes before its tool calls (specialists are asked, all in one phrase)."""
     cn = "零一两三四五六七八九十"
     parts = []
+    asked = list(dict.fromkeys(c["name"] for c in calls if is_delegate(_tool_named(tools, c["name"]))))
     for name, group in groupby(calls, key=lambda c: c["name"]):
         group = list(group)
         concept = primary_concept(_tool_named(tools, name))
         n = len(group)
-        if concept == "time":
+        if name in asked:
+            if name == asked[0]:
+                parts.append(SAY[lang]["ask"].format(names=_listing(asked, lang)))
+        elif concept == "time":
             parts.append("查一下时间" if lang == "zh" else "check the time")
         elif concept == "math":
             parts.append("计算表达式" if lang == "zh" else "calculate " + " and ".join(
@@ -325,7 +381,10 @@ def correction(pair: Pair, tool: dict, question: str) -> dict | None:
 
     Either the error lists the allowed values (the wrong one is replaced by the closest),
     or it names a missing property (filled from the question, if the question has it).
+    A specialist's task is free text with nothing to correct it to: its failure is reported.
     """
+    if is_delegate(tool):
+        return None
     inp, error = dict(pair.call.get("input") or {}), pair.result
     options = allowed_values(error)
     if options and inp:
@@ -402,16 +461,40 @@ def quote(question: str, cited: list[tuple[str, str]], lang: str) -> str:
     return f"{_clip(sentence, 300).rstrip('.。!！?？ ')} {citation}{'。' if lang == 'zh' else '.'}"
 
 
+_MARK = re.compile(r"^\s*(?:\(mock\)|（模拟）)\s*")
+
+
+def specialist_answer(result: str, lang: str) -> str:
+    """A specialist's answer as one line of ours: its "(mock)" mark dropped (ours is there), its lines joined."""
+    lines = [line.strip() for line in _MARK.sub("", result).splitlines() if line.strip()]
+    return _clip(SAY[lang]["lines"].join(lines), 300)
+
+
+# The words of miniagent's ToolRegistry when a person did not approve a call (tools.py, `_refusal`).
+DECLINED = re.compile(r"Error: the user did not approve this call to [^,]*, so it was not run; "
+                      r"(?:(?P<unasked>no one was asked)|they said: (?P<why>.*?)(?=\. Do not call it again)|they declined)",
+                      re.DOTALL)
+
+
 def result_line(pair: Pair, tool: dict, lang: str, again: bool, question: str = "") -> str:
     """One line of the final answer: a result phrased by the kind of tool, or the failure quoted.
 
     A result that cites its passages (a search, a recall) is answered with the sentence that
-    fits the question best, and its citation, so the answer says where it comes from.
+    fits the question best, and its citation, so the answer says where it comes from. A
+    specialist's answer is quoted after its name.
     """
     say, r = SAY[lang], _clip(pair.result, 300)
     name, inp = pair.call.get("name", ""), pair.call.get("input") or {}
+    if pair.error and (refused := DECLINED.match(pair.result)):  # a person said no: not a failure to retry
+        call = f"{name}({args_text(pair.call)})"
+        if refused.group("unasked"):
+            return say["unasked"].format(call=call)
+        why = refused.group("why")
+        return say["declined"].format(call=call) + (say["declined_why"].format(r=_clip(why, 200)) if why else "")
     if pair.error:
         return say["failed_again" if again else "failed"].format(call=f"{name}({args_text(pair.call)})", r=r)
+    if is_delegate(tool):
+        return say["delegate"].format(n=name, r=specialist_answer(pair.result, lang))
     if (cited := passages(pair.result)) and (said := quote(question, cited, lang)):
         return say["found"].format(n=name, q=said)
     concept = primary_concept(tool)
@@ -467,26 +550,192 @@ def final_answer(question: str, pairs: list[Pair], tools: list[dict], lang: str)
 
 
 def after_tools(question: str, pairs: list[Pair], body: dict, lang: str) -> list[dict]:
-    """The turn after tool results: corrections and calls still needed, else the final answer."""
+    """The turn after tool results: corrections and calls still needed, else the final answer.
+
+    With a plan written, the calls of the plan tool are no part of the work: once the work
+    is done the plan is checked off (`check_off`), and once it is checked off the answer comes.
+    """
     tools, choice = body.get("tools") or [], body.get("tool_choice") or {}
     mode = choice.get("type", "auto")
+    planner = _planner(tools)
+    plans = [p for p in pairs if planner is not None and p.call.get("name") == planner["name"]]
+    work = [p for p in pairs if not (planner is not None and p.call.get("name") == planner["name"])]
+    checked = bool(plans and work) and plans[-1].round > max(p.round for p in work)  # the work is over
     planned, _ = plan(question, tools, choice)
-    calls, notes = retries(question, pairs, tools, lang) if mode != "none" else ([], [])
-    made = [p.call for p in pairs] + calls
-    calls += [c for c in planned if not any(_same(c, m) for m in made)]
+    calls, notes = retries(question, work, tools, lang) if work and mode != "none" and not checked else ([], [])
+    made = [p.call for p in work] + calls
+    calls += [] if checked else [c for c in planned if not any(_same(c, m) for m in made)]
     if mode == "tool":
         calls = [c for c in calls if c["name"] == choice.get("name")]
     if not calls and mode in ("any", "tool"):
         calls = planned  # a forced tool choice leaves the model no way to stop
+        again = None if calls else write_plan(question, tools, choice, lang) or handoff(question, tools, choice, lang, False)
+        if again:
+            return again  # not even when it forces the plan or a hand-off
     if choice.get("disable_parallel_tool_use"):
         calls, notes = calls[:1], notes[:1]
     if calls:
         return _with_calls(" ".join(notes) or describe(calls, tools, lang), calls, forced=mode in ("any", "tool"))
-    said = final_answer(question, pairs, tools, lang)
-    if mode != "none" and not any(p.call.get("name") == _output_name(tools) for p in pairs):
-        if (answered := output_call(tools, question, pairs, said, {})) is not None:
+    if plans and not checked and mode == "auto":
+        if (ticked := check_off(question, planner, planned, work, tools, lang)) is not None:
+            return ticked
+    said = final_answer(question, work, tools, lang)
+    if mode != "none" and not any(p.call.get("name") == _output_name(tools) for p in work):
+        if (answered := output_call(tools, question, work, said, {})) is not None:
             return [answered]
     return [text_block(said)]
+
+
+# --- hand-offs: passing the conversation to another agent ------------------------------------------------
+
+# Words every hand-off tool says about itself ("Hand the conversation to X ... the user's question ... answers
+# the user directly"): they say nothing about whom a question is for.
+_HANDOFF_WORDS = {"transfer", "hand", "handoff", "conversation", "call", "user's", "user", "question", "answer",
+                  "directly", "对话", "交给", "转给", "回答", "问题", "用户", "直接"}
+TOPIC = {  # what a question is about, by concept, for a hand-off's reason
+    "en": {"time": "the time", "math": "arithmetic", "weather": "the weather", "search": "a search",
+           "convert": "a conversion", "translate": "a translation", "remember": "memory", "recall": "memory",
+           "forget": "memory"},
+    "zh": {"time": "时间", "math": "计算", "weather": "天气", "search": "搜索", "convert": "换算", "translate": "翻译",
+           "remember": "记忆", "recall": "记忆", "forget": "记忆"},
+}
+
+
+def since_handoff(pairs: list[Pair]) -> tuple[list[Pair], Pair | None]:
+    """The calls made since the conversation was last handed over, and that hand-off (None if there was none).
+
+    What came before a hand-off was the other agent's work: the agent that takes over
+    starts on the question afresh."""
+    rounds = [p.round for p in pairs if transfer_target(p.call) is not None]
+    if not rounds:
+        return pairs, None
+    handed = next(p for p in pairs if p.round == max(rounds) and transfer_target(p.call) is not None)
+    return [p for p in pairs if p.round > max(rounds)], handed
+
+
+def pick_transfer(question: str, transfers: list[dict], lang: str) -> tuple[dict, str] | None:
+    """The hand-off tool whose description fits the question best, and what the question is about.
+
+    A concept the question asks for counts first ("weather" for a desk that "answers questions
+    about the weather"), then content words, leaving out those every hand-off tool says
+    (`_HANDOFF_WORDS`, and any word all of them share). None when nothing fits.
+    """
+    asked = asked_concepts(question)
+    words = {w for _, w in content_words(question)}
+    common = set.intersection(*(tool_words(t) for t in transfers)) if len(transfers) > 1 else set()
+    fits = [(sorted(tool_concepts(t) & asked.keys(), key=lambda c: asked[c][0]),
+             sorted(words & (tool_words(t) - common - _HANDOFF_WORDS))) for t in transfers]
+    best = max(range(len(transfers)), key=lambda i: (len(fits[i][0]), len(fits[i][1]), -i))
+    concepts, shared = fits[best]
+    if not concepts and not shared:
+        return None
+    return transfers[best], TOPIC[lang][concepts[0]] if concepts else ("、" if lang == "zh" else ", ").join(shared[:3])
+
+
+def handoff(question: str, tools: list[dict], choice: dict, lang: str, handed: bool) -> list[dict] | None:
+    """A turn that hands the conversation over: one transfer call, alone, with a short reason.
+
+    Only when the agent's own tools do not fit (the caller asks this last), only one
+    transfer, and never by an agent the conversation was just handed to (`handed`): it
+    answers with what it has, so two agents cannot pass a question back and forth.
+    """
+    transfers = [t for t in tools if transfer_target(t) is not None]
+    mode = choice.get("type", "auto")
+    if not transfers or mode == "none" or mode == "tool" and choice.get("name") not in {t["name"] for t in transfers}:
+        return None
+    forced = mode in ("any", "tool")
+    if mode == "tool":
+        tool = _tool_named(transfers, choice["name"])
+        found = pick_transfer(question, [tool], lang)
+    elif handed and not forced:
+        return None
+    else:
+        found = pick_transfer(question, transfers, lang)
+        if found is None and not forced:
+            return None
+        tool = found[0] if found else transfers[0]
+    reason = SAY[lang]["reason"].format(t=found[1]) if found else _clip(question.strip(), 60)
+    said = [k for k, p in schema_properties(tool).items() if kind(k, p) not in ("number", "boolean", "enum", "const", "other")]
+    call = _tool_use(tool["name"], {said[0]: reason} if said else {})
+    return _with_calls(SAY[lang]["handover"].format(n=transfer_target(tool)), [call], forced)
+
+
+# --- a plan: the steps written first, checked off when done --------------------------------------------
+
+
+def _planner(tools: list[dict]) -> dict | None:
+    return next((t for t in tools if plan_fields(t) is not None), None)
+
+
+def step_text(call: dict, tools: list[dict], lang: str) -> str:
+    """One step of a plan: the call it stands for, said in the question's language ("Look up the weather in Paris")."""
+    say, tool = SAY[lang], _tool_named(tools, call["name"])
+    inp, props = call.get("input") or {}, schema_properties(tool)
+    value_of = lambda k: next((str(v) for n, v in inp.items() if kind(n, props.get(n, {"type": "string"})) == k), None)
+    concept = primary_concept(tool)
+    if is_delegate(tool):
+        text = say["step_ask"].format(n=call["name"], t=inp.get("task", ""))
+    elif concept == "weather" and (city := value_of("city")):
+        text = say["step_weather"].format(c=city)
+    elif concept == "time":
+        zone = value_of("timezone")
+        text = say["step_time_in"].format(z=zone) if zone else say["step_time"]
+    elif concept == "math" and (expr := value_of("expression")):
+        text = say["step_math"].format(e=expr)
+    else:
+        text = say["step_call"].format(n=call["name"], a=args_text(call))
+    return _clip(text, 200)
+
+
+def _plan_input(planner: dict, steps: list[str], done: list[bool]) -> dict:
+    key, text, flag = plan_fields(planner)
+    return {key: [{text: s, flag: d} for s, d in zip(steps, done)]}
+
+
+def write_plan(question: str, tools: list[dict], choice: dict, lang: str) -> list[dict] | None:
+    """The first turn of a task worth planning: only the plan, one step per call to come, none done.
+
+    Worth planning means two calls or more of the other tools, with tool_choice `auto`: a
+    single call needs no plan (and a choice that forces the plan tool, by name or as the
+    only tool "any" can pick, writes one anyway).
+    With `disable_parallel_tool_use` the plan still comes first, the calls then come one per
+    turn, and the plan is checked off once, after the last of them (`check_off`).
+    """
+    planner = _planner(tools)
+    mode = choice.get("type", "auto")
+    forced = planner is not None and (mode == "tool" and choice.get("name") == planner["name"]
+                                      or mode == "any" and all(plan_fields(t) is not None for t in tools))
+    if planner is None or mode != "auto" and not forced:
+        return None
+    calls, _ = plan(question, tools, {"type": "auto"})
+    if len(calls) < 2 and not forced:
+        return None
+    steps = [step_text(c, tools, lang) for c in calls] or [_clip(question.strip(), 200)]
+    call = _tool_use(planner["name"], _plan_input(planner, steps, [False] * len(steps)))
+    return _with_calls(SAY[lang]["planning"].format(n=len(steps)), [call], forced)
+
+
+def _succeeded(call: dict, work: list[Pair], tools: list[dict], question: str) -> bool:
+    """Whether a planned call got its result: at once, or with its one correction."""
+    for pair in (p for p in work if _same(p.call, call)):
+        if not pair.error:
+            return True
+        fixed = correction(pair, _tool_named(tools, call["name"]), question)
+        if fixed is not None and any(_same(p.call, _tool_use(call["name"], fixed)) and not p.error for p in work):
+            return True
+    return False
+
+
+def check_off(question: str, planner: dict, planned: list[dict], work: list[Pair], tools: list[dict],
+              lang: str) -> list[dict] | None:
+    """The plan again, each step done whose call succeeded; a step whose call failed stays open.
+
+    None when no step is done: the plan would be written again unchanged (a repeated call)."""
+    done = [_succeeded(c, work, tools, question) for c in planned]
+    if not any(done):
+        return None
+    call = _tool_use(planner["name"], _plan_input(planner, [step_text(c, tools, lang) for c in planned], done))
+    return _with_calls(SAY[lang]["checked" if all(done) else "checking"].format(k=sum(done), n=len(done)), [call])
 
 
 # --- an output tool: the answer as a tool call ----------------------------------------------------------
@@ -685,9 +934,12 @@ def decide(body: dict, messages: list[dict]) -> list[dict]:
     lang = language(question)
     tools, choice = body.get("tools") or [], body.get("tool_choice") or {}
     forced = choice.get("type") in ("any", "tool")
-    pairs = episode(messages, at)
+    pairs, handed = since_handoff(episode(messages, at))
     if pairs and tool_results(messages[-1]):
         return after_tools(question, pairs, body, lang)
+    if handed is not None and not forced and handed.call.get("name") in {t.get("name") for t in tools}:
+        # this agent made the hand-off itself (the receiving one has no transfer tool to itself)
+        return [text_block(SAY[lang]["mark"] + SAY[lang]["handed"].format(n=transfer_target(handed.call)))]
     if not forced and LIST_FACTS.search(question):
         return [text_block(fact_list(question, body, messages, at, lang))]
     if not forced and (SUMMARISE.search(question) or (SUMMARISE.search(system_text(body)) and len(messages) == 1)):
@@ -696,6 +948,8 @@ def decide(body: dict, messages: list[dict]) -> list[dict]:
     asked = asked_facts(question)
     # A fact this conversation holds is answered from it; one it lacks may be looked up with a tool.
     if forced or not asked or any(f not in known for f in asked) or "recall" in asked_concepts(question):
+        if (planning := write_plan(question, tools, choice, lang)) is not None:
+            return planning
         calls, missing = plan(question, tools, choice)
         if calls:
             calls = calls[:1] if choice.get("disable_parallel_tool_use") else calls
@@ -703,6 +957,8 @@ def decide(body: dict, messages: list[dict]) -> list[dict]:
         if missing:
             tool, prop = missing[0]
             return [text_block(SAY[lang]["mark"] + SAY[lang]["need"].format(tool=tool, field=prop))]
+        if (handing := handoff(question, tools, choice, lang, handed is not None)) is not None:
+            return handing
     said = plain_answer(question, known, tools, lang, body.get(SURFACE, ""))
     if choice.get("type") != "none" and (answered := output_call(tools, question, [], said, known)) is not None:
         return [answered]

@@ -6,6 +6,9 @@ is written in, the kinds of request it makes (weather, time, arithmetic, ...), t
 values an argument could take (cities, expressions, numbers, quoted strings), the
 facts a conversation states (a name, a preference), whether a question is about the
 user (what a memory tool would hold), and fills a tool's arguments from its JSON schema.
+It also tells the tools that stand for more than a function apart (another agent behind a
+tool, a hand-off to another agent, a plan) and cuts a question into the self-contained
+tasks several specialists are given.
 Chinese is read as overlapping pairs of characters, since it has no spaces between words.
 Keeping the reading apart lets each half be read on its own.
 
@@ -391,6 +394,122 @@ def tool_words(tool: dict) -> set[str]:
     return {w for _, w in content_words(tool_text(tool))}
 
 
+# --- tools that stand for more than a function: another agent, a hand-off, a plan -----------------------
+
+_AGENTISH = re.compile(r"\b(?:agents?|specialists?|experts?|assistants?|delegat\w*)\b|self-contained task"
+                       r"|专家|智能体|助手|代理", re.I)
+_TRANSFER = re.compile(r"^(?:transfer|hand_?off)_to_(\w+)$", re.I)
+_PLANNISH = re.compile(r"(?:^|_)(?:plan|todos?|checklist)(?:_|$)", re.I)
+
+
+def is_delegate(tool: dict) -> bool:
+    """Whether a tool is another agent behind a tool (`team.agent_tool`): its only input is a required
+    string `task`, and its name or description says it is an agent, a specialist or an expert.
+
+    Both, so a to-do tool whose one field happens to be called `task` stays an ordinary tool."""
+    props = schema_properties(tool)
+    required = (tool.get("input_schema") or {}).get("required") or []
+    return (list(props) == ["task"] and json_type(props["task"]) == "string" and "task" in required
+            and bool(_AGENTISH.search(tool_text(tool))))
+
+
+def transfer_target(tool: dict) -> str | None:
+    """The agent a hand-off tool passes the conversation to (`transfer_to_weather_desk` -> weather_desk), else None.
+
+    A hand-off tool needs nothing to be called (a `reason` at most): `transfer_to_savings(amount)`
+    moves money, not the conversation. A tool_use block reads the same way as a tool (its name)."""
+    m = _TRANSFER.match(str(tool.get("name") or ""))
+    required = (tool.get("input_schema") or {}).get("required") or []
+    return m.group(1) if m and not required else None
+
+
+def plan_fields(tool: dict) -> tuple[str, str, str] | None:
+    """(list, text, flag) property names of a plan tool (`update_plan(steps=[{step, done}])`), else None.
+
+    A plan tool takes a list of objects, each with a string and a boolean, and its name says it
+    is a plan (update_plan, write_todos, checklist): the shape alone could be a list of settings."""
+    if not _PLANNISH.search(str(tool.get("name") or "")):
+        return None
+    for name, prop in schema_properties(tool).items():
+        items = prop.get("items") if isinstance(prop, dict) and json_type(prop) == "array" else None
+        inner = items.get("properties") if isinstance(items, dict) else None
+        if not isinstance(inner, dict):
+            continue
+        text = next((k for k, p in inner.items() if isinstance(p, dict) and json_type(p) == "string"), None)
+        flag = next((k for k, p in inner.items() if isinstance(p, dict) and json_type(p) == "boolean"), None)
+        if text and flag:
+            return name, text, flag
+    return None
+
+
+_JOINS = re.compile(r"\b(?:and|also|then|plus)\b|另外|还有|以及|并且|然后|顺便|同时", re.I)
+_CONNECTIVE = re.compile(r"^(?:(?:and|also|then|plus|besides|additionally)\b[\s,]*)+"
+                         r"|^(?:另外|还有|以及|并且|而且|然后|顺便|同时|再)+", re.I)
+
+
+def _pieces(text: str, anchors: list[list[int]]) -> list[tuple[int, int, int | None]]:
+    """(start, end, owner) spans of the text: its clauses, a clause that asks two owners cut at the
+    last "and" (又, 另外...) before the second one's first anchor; owner None where nobody is asked."""
+    bounds = [0] + [m.end() for m in _CUT.finditer(text)] + [len(text)]
+    out = []
+    for a, b in zip(bounds, bounds[1:]):
+        firsts = sorted((min(inside), i) for i, ps in enumerate(anchors) if (inside := [p for p in ps if a <= p < b]))
+        start = a
+        for (_, i), (pos_next, _) in zip(firsts, firsts[1:]):
+            before = [p for p in anchors[i] if start <= p < pos_next]
+            joins = [m.start() for m in _JOINS.finditer(text, max(before, default=start), pos_next)]
+            cut = joins[-1] if joins else pos_next
+            out.append((start, cut, i))
+            start = cut
+        if b > a:
+            out.append((start, b, firsts[-1][1] if firsts else None))
+    return out
+
+
+def _as_task(text: str, lang: str) -> str:
+    """A piece of the question written to stand on its own: no "and"/另外 in front, a capital, an end mark."""
+    text = _CONNECTIVE.sub("", text.strip().rstrip(",;，；、 ").lstrip(",;，；、 ")).strip()
+    if not text:
+        return ""
+    text = text[0].upper() + text[1:] if lang == "en" else text
+    if re.search(r"[.!?。！？]$", text):
+        return text
+    asks = is_question(re.split(r"(?<=[.!?。！？])\s*", text)[-1])  # the last sentence says how it ends
+    return text + ("？" if asks else "。") if lang == "zh" else text + ("?" if asks else ".")
+
+
+def tasks(question: str, anchors: list[list[int]]) -> list[str]:
+    """The self-contained part of the question for each of several helpers (one list of anchors each).
+
+    Each clause goes to the helper it asks for (a clause that asks two is cut at the "and"
+    between them); a clause that asks nobody ("I'm going to Paris.") goes with the next clause
+    that does, since context comes before the question it sets up, else with the one before.
+    So "What is the weather in Paris and Tokyo, and what is 1299 * 0.85?" gives "What is the
+    weather in Paris and Tokyo?" and "What is 1299 * 0.85?". A helper asked nowhere (a forced
+    choice) gets the whole question, and so does one helper alone.
+    """
+    lang = language(question)
+    pieces = _pieces(question, anchors)
+    asked = [o for _, _, o in pieces]
+    owners = [o if o is not None else next((x for x in asked[n:] if x is not None),  # the next that asks, else
+                                           next((x for x in reversed(asked[:n]) if x is not None), None))  # the one before
+              for n, o in enumerate(asked)]
+    out = []
+    for i, _ in enumerate(anchors):
+        runs, last = [], None  # runs of adjacent pieces stay one span of the question, commas and all
+        for n, (a, b, _) in enumerate(pieces):
+            if owners[n] != i:
+                continue
+            if last is not None and last == n - 1:
+                runs[-1] = (runs[-1][0], b)
+            else:
+                runs.append((a, b))
+            last = n
+        said = [t for a, b in runs if (t := _as_task(question[a:b], lang))]
+        out.append(("" if lang == "zh" else " ").join(said) if said else _as_task(question, lang) or question.strip())
+    return out
+
+
 # --- filling a tool's arguments from its schema -----------------------------------------------------
 
 
@@ -608,6 +727,10 @@ _TIME = re.compile(r"\b(\d{1,2}:\d{2})(:\d{2})?(Z|[+-]\d{2}:\d{2})?(?![\d:])")
 _UUID = re.compile(r"\b[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}\b")
 _IPV4 = re.compile(r"\b(?:(?:25[0-5]|2[0-4]\d|1?\d?\d)\.){3}(?:25[0-5]|2[0-4]\d|1?\d?\d)\b")
 _HOST = re.compile(r"\b(?:[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?\.)+[a-z]{2,}\b", re.I)
+# A file's path: notes.txt, ./src/app.py, /var/log/old.log (an extension with a letter, so 0.85 is no file)
+_PATH = re.compile(r"(?<![\w/.~@:-])(?:~?/|\.{1,2}/)?(?:[\w.-]+/)*[\w-][\w.-]*\.(?=[A-Za-z0-9]*[A-Za-z])[A-Za-z0-9]{1,8}"
+                   r"(?![\w/])")
+_PATH_WORDS = {"path", "file", "filename", "filepath", "files"}
 # A value that fits the format when the question gives none: what a form's example would show.
 FORMAT_EXAMPLES = {
     "date-time": "2026-01-01T00:00:00Z", "time": "00:00:00Z", "date": "2026-01-01", "duration": "P1D",
@@ -750,6 +873,8 @@ def string_values(name: str, prop: dict, k: str, ask: Ask, required: bool) -> li
         if labelled in ask.quoted:
             ask.quoted.remove(labelled)
         return [labelled]
+    if k == "string" and _PATH_WORDS & set(name_words(name)) and (m := _PATH.search(ask.question)):
+        return [m.group()]  # "Delete the file notes.txt" -> notes.txt, not the whole phrase
     finders = {"email": _EMAIL, "url": _URL, "phone": _PHONE, "date": _DATE}
     if k in finders:
         m = finders[k].search(text)

@@ -1,0 +1,155 @@
+"""Checks for notebook 10 · Several agents."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from miniagent.exercises._core import _check_callable, _exercise, _kind, _mock_client, _run, _show, not_yet, wrong_kind
+from miniagent.exercises.n02 import _as_tool  # the same rules for "is this a tool?" as in 02
+
+SPECIALIST_SYSTEM = "You are a weather specialist. Answer briefly."
+
+
+def _first_requests(client: Any) -> list[dict]:
+    """The bodies of the requests that began a conversation (one user message so far)."""
+    bodies = [r["body"] for r in client.mock.requests if isinstance(r.get("body"), dict)]
+    return [b for b in bodies if len(b.get("messages") or []) == 1]
+
+
+@_exercise("10", 1)
+def check_10_1(specialist_tool: Any) -> None:
+    """`specialist_tool(client, tools, system)` gives a tool whose every call runs a fresh loop over the task
+    with those tools and that system prompt, returns the final text, and raises when the run fails."""
+    from miniagent.builtin_tools import default_tools
+    from miniagent.client import connect
+    from miniagent.loop import LoopResult
+    from miniagent.tools import ToolRegistry
+
+    _check_callable(specialist_tool, "specialist_tool", "specialist_tool(client, tools, system) returns a tool")
+    client = _mock_client()
+    weather = [t for t in default_tools() if t.name == "get_weather"]
+    made = _run(specialist_tool, client, weather, SPECIALIST_SYSTEM, name="specialist_tool")
+    if made is None:
+        not_yet("specialist_tool returned None: define the @tool function inside it and return it")
+    specialist = _as_tool(made, "the tool specialist_tool returned")
+    if "task" not in (specialist.input_schema.get("properties") or {}):
+        not_yet(f"the tool's parameters are {list(specialist.input_schema.get('properties') or {})}: "
+                "give it one parameter, task: str")
+    answers = []
+    for city in ("Paris", "Tokyo"):
+        task = f"What is the weather in {city}?"
+        answer = _run(specialist.fn, task=task, name="your specialist", case=f"given the task {task!r}")
+        if isinstance(answer, LoopResult):
+            wrong_kind("the tool returned the whole LoopResult: return result.text, the answer only")
+        if not isinstance(answer, str):
+            wrong_kind(f"the tool returned {_kind(answer)}: return the specialist's answer, a str")
+        answers.append(answer)
+    starts = _first_requests(client)
+    if len(starts) < 2:
+        not_yet("two tasks should start two conversations, each with just the task as its user message: "
+                "run run_loop(client, [user(task)], ...) inside the tool, on every call")
+    for body, city in zip(starts[:2], ("Paris", "Tokyo")):
+        sent = body["messages"][0]
+        if sent.get("content") != f"What is the weather in {city}?":
+            not_yet(f"the specialist's conversation began with {_show(sent.get('content'), 60)}: "
+                    "send the task itself, as the only user message")
+        if body.get("system") != SPECIALIST_SYSTEM:
+            not_yet(f"the specialist's requests carried system={_show(body.get('system'), 50)}: pass the "
+                    "system prompt you were given to run_loop")
+        if [t.get("name") for t in body.get("tools") or []] != ["get_weather"]:
+            not_yet("the specialist's requests did not offer exactly the tools you were given: pass tools to run_loop")
+    if "Paris" not in answers[0] or "Tokyo" not in answers[1]:
+        not_yet(f"the answers were {_show(answers, 90)}: return result.text, the specialist's final answer")
+    broken = connect(offline=True, quiet=True, max_retries=0)
+    broken.mock.fault(500, times=20)
+    failing = _as_tool(_run(specialist_tool, broken, weather, SPECIALIST_SYSTEM, name="specialist_tool"),
+                       "the tool specialist_tool returned")
+    result = ToolRegistry([failing]).run({"type": "tool_use", "id": "toolu_check", "name": failing.name,
+                                          "input": {"task": "What is the weather in Rome?"}})
+    if not result.get("is_error"):
+        not_yet(f"when the specialist's API call failed, the parent got {_show(result.get('content'), 70)} as a "
+                "normal result: if not result.ok, raise an exception saying why")
+
+
+EMAIL_CASES = [("ada@example.com", True), ("Grace.Hopper@EXAMPLE.com", True), ("bob@example.org", False),
+               ("eve@example.com.evil.io", False), ("mallory@notexample.com", False), ("ops@mail.example.com", False),
+               ("example.com@evil.io", False), ("", False), ("@example.com", False)]
+
+
+@_exercise("10", 2)
+def check_10_2(approve_email: Any) -> None:
+    """`approve_email(call)` approves mail to example.com addresses only (True), refusing others with a
+    reason (a str) that names the address."""
+    _check_callable(approve_email, "approve_email", "approve_email(call) returns True or a reason")
+    for address, allowed in EMAIL_CASES:
+        call = {"id": "toolu_check", "name": "send_email",
+                "input": {"to": address, "subject": "Hello", "body": "Sent by the exercise check."}}
+        answer = _run(approve_email, call, name="approve_email", case=f"for mail to {address!r}")
+        if answer is None:
+            not_yet(f"approve_email returned None for {address!r}: return True, or the reason as a str")
+        if allowed:
+            if answer is not True:
+                not_yet(f"mail to {address!r} was not approved (you returned {_show(answer, 50)}): only the "
+                        "bool True approves; compare the domain without regard to case")
+            continue
+        if answer is True:
+            hint = ("an address needs a name before the '@'" if address.startswith("@")
+                    else "a dotted suffix is not the domain: compare everything after the last '@'"
+                    if "example.com" in address.lower() else "check the domain after the '@'")
+            not_yet(f"mail to {address!r} was approved: {hint}")
+        if answer is False:
+            not_yet(f"mail to {address!r} was refused without a reason: return a str that says why, "
+                    "naming the address, so the model can tell the user")
+        if not isinstance(answer, str):
+            wrong_kind(f"approve_email returned {_kind(answer)}: return True or a reason (a str)")
+        if address and address not in answer:
+            not_yet(f"the refusal {_show(answer, 60)} does not name the address {address!r}")
+
+
+def _plan(*steps: tuple[str, bool], id: str = "toolu_plan") -> dict:
+    return {"type": "tool_use", "id": id, "name": "update_plan",
+            "input": {"steps": [{"step": s, "done": d} for s, d in steps]}}
+
+
+def _assistant(*blocks: dict) -> dict:
+    return {"role": "assistant", "content": list(blocks)}
+
+
+def _results(*ids: str) -> dict:
+    return {"role": "user", "content": [{"type": "tool_result", "tool_use_id": i, "content": "ok"} for i in ids]}
+
+
+_WEATHER = {"type": "tool_use", "id": "toolu_w", "name": "get_weather", "input": {"city": "Paris"}}
+PLAN_CASES = [
+    ("no plan at all", [{"role": "user", "content": "Hi"}, {"role": "assistant", "content": "Hello!"}], []),
+    ("a plan with two steps open",
+     [{"role": "user", "content": "Do three things"}, _assistant(_plan(("A", True), ("B", False), ("C", False))),
+      _results("toolu_plan")], ["B", "C"]),
+    ("an older plan, then a newer one",
+     [{"role": "user", "content": "Go"}, _assistant(_plan(("old 1", False), ("old 2", False), id="toolu_1")),
+      _results("toolu_1"), _assistant({"type": "text", "text": "Working."}, _WEATHER), _results("toolu_w"),
+      _assistant(_plan(("new 1", True), ("new 2", False), id="toolu_2")), _results("toolu_2"),
+      {"role": "assistant", "content": "Nearly done."}], ["new 2"]),
+    ("a plan checked off completely",
+     [{"role": "user", "content": "Go"}, _assistant(_WEATHER, _plan(("only", True))),
+      _results("toolu_w", "toolu_plan")], []),
+    ("a plan in a user's pasted text only",
+     [{"role": "user", "content": "update_plan: [ ] pretend step"}], []),
+]
+
+
+@_exercise("10", 3)
+def check_10_3(open_steps: Any) -> None:
+    """`open_steps(messages)`: the steps not done in the latest update_plan call, in order ([] without one)."""
+    _check_callable(open_steps, "open_steps", "open_steps(messages) returns a list of step texts")
+    for case, messages, want in PLAN_CASES:
+        got = _run(open_steps, [dict(m) for m in messages], name="open_steps", case=f"on {case}")
+        if got is None:
+            not_yet(f"open_steps returned None on {case}: return a list (empty when there is no plan)")
+        if not isinstance(got, list):
+            wrong_kind(f"open_steps returned {_kind(got)}: return a list of the open steps' texts")
+        if got != want:
+            hint = ("the latest plan replaces the earlier ones: search from the end" if case.startswith("an older")
+                    else "keep only steps whose done is false, as their text" if want
+                    else "no update_plan tool_use block means no plan: return []")
+            not_yet(f"on {case}, you returned {_show(got, 60)}, expected {_show(want, 60)}: {hint}")
