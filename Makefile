@@ -151,7 +151,7 @@ serve: $(STAMP)  ## the agent as a web service with a chat page at http://127.0.
 demo: $(STAMP)  ## the article's demo question, in the terminal
 	$(PY) -m miniagent --verbose "现在几点了？顺便帮我算一下 (1024 + 768) * 2，再告诉我北京和上海的天气。"
 
-bench: $(STAMP)  ## measure the claims (context policies, parallel tools, mock server, streaming, async, retrieval) and say which hold
+bench: $(STAMP)  ## measure the claims (context policies, parallel tools, mock server, streaming, async, retrieval, several agents, tracing) and say which hold
 	MINIAGENT_OFFLINE=1 $(PY) benchmarks/run_all.py
 
 lint: $(STAMP)  ## check saved notebooks (execution order, no errors, no widget state, no secrets)

@@ -280,6 +280,7 @@ class Loop:
         self.approve, self.handoff_tools = approve, frozenset(handoff_tools)
         self.usage = Usage()
         self.iterations = 0
+        self.tokens_left: int | None = None  # of token_budget, when this round's tool calls began
         self._charging = threading.Lock()
 
     def charge(self, usage: Usage, source: str) -> None:
@@ -385,6 +386,8 @@ class Loop:
             if self.registry is None:
                 results = _not_executed(calls, "no tools are available")
             else:
+                # what a sub-agent of this round may spend: the same for each, whichever starts first
+                self.tokens_left = None if self.token_budget is None else self.token_budget - usage.total_tokens
                 results = yield ToolCalls(calls, traced, self.asked)
             if self.policy is not None:
                 try:

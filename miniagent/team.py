@@ -100,7 +100,11 @@ def _begin(agent: Agent, name: str, max_depth: int) -> tuple[Agent, Any, Any]:
     parent = current_run()
     sub = agent.fork()
     if parent is not None and parent.token_budget is not None:
-        left = parent.token_budget - parent.usage.total_tokens
+        # what was left when this round's calls began, not now: parallel specialists each get the same
+        # share whatever order their threads start in (a run is repeatable); the parent stops at its
+        # next check if together they overspend it
+        left = parent.tokens_left if parent.tokens_left is not None else \
+            parent.token_budget - parent.usage.total_tokens
         if left <= 0:
             raise DelegationError(f"{name} was not asked: this run's token budget "
                                   f"({parent.token_budget:,}) is spent.")

@@ -8,7 +8,9 @@ seconds since the first event (`elapsed`), keeps them in order, and writes them 
 JSON Lines: one object per line, the format log shippers and `jq` read.
 
 Events hold only what the loop put in them: messages, tool inputs and outputs, token
-counts. Never an API key: the client keeps its key to itself, so nothing here can leak it.
+counts. The client keeps its key to itself; a key that reaches an event anyway (a tool
+that prints its configuration) stays in memory as it came, but `to_jsonl` writes it as
+<redacted>, as `tracing.py` does for spans.
 
 A trace is read long after it was written, by code that trusts it: every event it
 holds (recorded or loaded) is one that `summary()`, `table()` and a later `record()`
@@ -204,12 +206,23 @@ _JSON = {"ensure_ascii": False, "allow_nan": False, "default": safe_str}
 
 
 def _json_line(event: Event) -> str:
-    """One event as a line of standard JSON, whatever it holds."""
+    """One event as a line of standard JSON, whatever it holds, with any API key the environment
+    holds redacted (a tool that prints its configuration must not put a key in a file)."""
     try:
         line = json.dumps(event, **_JSON)
     except (TypeError, ValueError, RecursionError):  # circular, NaN, a key JSON cannot have, a huge int
         line = json.dumps({safe_str(k): _jsonable(v) for k, v in event.items()}, **_JSON)
-    return SURROGATE.sub(lambda m: f"\\u{ord(m.group()):04x}", line)
+    return SURROGATE.sub(lambda m: f"\\u{ord(m.group()):04x}", _redacted(line))
+
+
+def _redacted(line: str) -> str:
+    """The line with each secret of the environment (`tracing.env_secrets`) replaced, as JSON text."""
+    from miniagent.tracing import env_secrets
+
+    for secret in env_secrets():
+        encoded = json.dumps(secret, ensure_ascii=False)[1:-1]  # as the secret appears inside a JSON string
+        line = line.replace(encoded, "<redacted>")
+    return line
 
 
 def _jsonable(value: Any) -> Any:

@@ -29,6 +29,7 @@ hold passes through `scrub`, which removes any key the process knows about.
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 import os
@@ -275,7 +276,7 @@ class Tracer:
         ax.invert_yaxis()
         ax.set_xlabel("milliseconds since the tracer began")
         ax.legend(handles=[plt.Rectangle((0, 0), 1, 1, color=c) for c in colours.values()],
-                  labels=list(colours), loc="lower right", fontsize=8)
+                  labels=list(colours), loc="upper left", bbox_to_anchor=(1.01, 1), fontsize=8)  # never over a bar
         ax.set_title(title or f"{len(rows)} spans")
         ax.figure.tight_layout()
         return ax.figure
@@ -538,11 +539,20 @@ def end_agent(opened: Span | None, result: Any) -> None:
 SECRET_NAME = re.compile(r"(?:KEY|TOKEN|SECRET|PASSWORD)$")  # ANTHROPIC_API_KEY, AWS_SECRET_ACCESS_KEY, GH_TOKEN...
 
 
+@functools.lru_cache(maxsize=4096)
+def _names_a_secret(name: str) -> bool:
+    return bool(SECRET_NAME.search(name.upper()))
+
+
 def env_secrets(environ: Any = None) -> list[str]:
     """Every secret this process can see: the values (8+ characters) of variables whose names end in
-    KEY, TOKEN, SECRET or PASSWORD, any case; longest first, so a key that contains another is removed whole."""
+    KEY, TOKEN, SECRET or PASSWORD, any case; longest first, so a key that contains another is removed whole.
+
+    Read again at every call (a key set after the tracer began is still redacted); each name is
+    judged once, since every span asks (see benchmarks/bench_team.py for what a span costs).
+    """
     environ = os.environ if environ is None else environ
-    found = {v for k, v in environ.items() if SECRET_NAME.search(k.upper()) and len(v) >= 8}
+    found = {v for k, v in environ.items() if len(v) >= 8 and _names_a_secret(k)}
     return sorted(found, key=len, reverse=True)
 
 

@@ -3,10 +3,10 @@ the socket timestamp is taken, comes before the callback, and both agents get th
 
 from __future__ import annotations
 
-import pytest
-
 import sys
 from pathlib import Path
+
+import pytest
 
 ROOT = Path(__file__).parent.parent
 sys.path.insert(0, str(ROOT / "benchmarks"))

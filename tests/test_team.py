@@ -491,3 +491,35 @@ def test_after_the_last_handoff_an_agent_without_tools_gets_transfers_that_refus
     assert [transfer_names(b) for b in bodies] == [["transfer_to_pong"], ["transfer_to_ping"], ["transfer_to_ping"]]
     refusal = results_in(bodies[-1])[0]
     assert refusal["is_error"] is True and "no more hand-offs" in refusal["content"]
+
+
+def test_parallel_specialists_get_the_same_budget_whichever_finishes_first():
+    """The share is what was left when the round began: a specialist that starts after its sibling
+    has already charged the parent gets the same budget, so a run is repeatable."""
+    import re as regex
+
+    from miniagent.builtin_tools import default_tools
+
+    llm = connect(offline=True, quiet=True)
+    tools = {t.name: t for t in default_tools()}
+    weather = Agent(llm, [tools["get_weather"]], name="weather_expert", description="A weather specialist: "
+                    "knows the current weather and temperature of any city.")
+    math = Agent(llm, [tools["calculate"]], name="math_expert", description="A math specialist: calculates "
+                 "arithmetic, percentages and totals exactly.")
+    first_done = threading.Event()
+    w, m = agent_tool(weather), agent_tool(math)
+
+    def weather_first(task):
+        try:
+            return w.fn(task=task)
+        finally:
+            first_done.set()
+
+    def math_after(task):
+        assert first_done.wait(5)  # the weather specialist has charged the parent by now
+        return m.fn(task=task)
+    boss = Agent(llm, [Tool(w.name, w.description, w.input_schema, weather_first),
+                       Tool(m.name, m.description, m.input_schema, math_after)], token_budget=400)
+    boss.run("What is the weather in Paris and Tokyo, and what is 1299 * 0.85?")
+    budgets = [regex.search(r"budget (\d+)", e["content"]).group(1) for e in boss.trace.of_type("tool_result")]
+    assert len(budgets) == 2 and budgets[0] == budgets[1]

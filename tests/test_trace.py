@@ -183,3 +183,14 @@ def test_an_agent_trace_never_holds_the_api_key(tmp_path):
     text = agent.trace.to_jsonl(tmp_path / "t.jsonl").read_text(encoding="utf-8")
     assert agent.trace.summary()["api_errors"] == 1
     assert key not in text and "SECRET" not in text
+
+
+def test_to_jsonl_never_writes_a_key_the_environment_holds(tmp_path, monkeypatch):
+    monkeypatch.setenv("EXAMPLE_API_KEY", 'demo-"key"-7f3a9c2e51')
+    trace = Trace()
+    trace.record({"type": "tool_result", "id": "t", "name": "show_config",
+                  "content": 'region=eu, api_key=demo-"key"-7f3a9c2e51'})
+    text = trace.to_jsonl(tmp_path / "t.jsonl").read_text()
+    assert "7f3a9c2e51" not in text and "<redacted>" in text
+    assert "7f3a9c2e51" in trace.events[0]["content"]  # in memory, the event is as it came
+    assert Trace.from_jsonl(tmp_path / "t.jsonl")[0]["content"] == "region=eu, api_key=<redacted>"

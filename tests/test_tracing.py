@@ -612,3 +612,26 @@ def test_tree_shows_a_model_chosen_name_on_one_harmless_line():
     assert len(tree.splitlines()) == len(tracer.spans) == 4
     assert not any(ch in tree for ch in "\x1b\u202e") and "execute_tool evil" in tree
     assert tracer.of_kind("tool")[0].name == f"execute_tool {bad_name}"  # the span itself keeps what happened
+
+
+def test_the_conventions_own_shapes_provider_names_cached_tokens_and_messages():
+    from types import SimpleNamespace
+
+    from miniagent import tracing as t
+
+    assert [t.provider_name(SimpleNamespace(provider=p)) for p in ("qwen-cn", "deepseek-anthropic", "openai", None)] \
+        == ["qwen", "deepseek", "openai", "anthropic"]
+    attributes = t.response_attributes({"id": "m", "model": "x", "stop_reason": None, "usage": {
+        "input_tokens": 10, "cache_read_input_tokens": 100, "cache_creation_input_tokens": 5, "output_tokens": 3}})
+    assert attributes["gen_ai.usage.input_tokens"] == 115  # every input token, cached or not
+    assert attributes["gen_ai.usage.cache_read.input_tokens"] == 100 and "gen_ai.response.finish_reasons" not in attributes
+    messages = [{"role": "user", "content": "hi"},
+                {"role": "assistant", "content": [{"type": "text", "text": "calling"},
+                                                  {"type": "tool_use", "id": "t1", "name": "f", "input": {"a": 1}}]},
+                {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t1", "content": "ok"}]}]
+    assert t.genai_messages(messages) == [
+        {"role": "user", "parts": [{"type": "text", "content": "hi"}]},
+        {"role": "assistant", "parts": [{"type": "text", "content": "calling"},
+                                        {"type": "tool_call", "id": "t1", "name": "f", "arguments": {"a": 1}}]},
+        {"role": "tool", "parts": [{"type": "tool_call_response", "id": "t1", "result": "ok"}]}]
+    assert t.genai_messages([messages[0]], "end_turn")[0]["finish_reason"] == "end_turn"

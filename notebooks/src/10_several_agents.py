@@ -218,7 +218,7 @@ for e in sorted(tight.trace.of_type("tool_result"), key=lambda e: e["name"]):
 # every time:
 
 # %%
-broken_api = miniagent.connect(quiet=True, max_retries=0)
+broken_api = miniagent.connect(offline=True, quiet=True, max_retries=0)  # the mock, even live: broken on purpose
 broken_api.mock.fault(500, times=100)
 broken_math = Agent(broken_api, [TOOLS["calculate"]], name="math_expert",
                     description="A math specialist: calculates arithmetic, percentages and totals exactly.")
@@ -248,7 +248,7 @@ print(re.search(r"was not asked: [^.]*", looped.text).group())
 # `handoff_tools`), and `team.handoff` starts the chosen agent:
 
 # %%
-desk_llm = miniagent.connect(quiet=True)  # a client of their own, so its records hold only this conversation
+desk_llm = miniagent.connect(quiet=True)  # a client of their own, so what it sent is only this conversation
 triage = Agent(desk_llm, [], name="triage", system="You route the user's question to the right desk.",
                description="Routes questions to the right desk.")
 weather_desk = Agent(desk_llm, [TOOLS["get_weather"]], name="weather_desk", system=WEATHER_SYSTEM,
@@ -261,11 +261,12 @@ print(handed.text)
 
 # %% [markdown]
 # The second request came from another agent: same messages, different system prompt
-# and tools. The mock's records show it (no transfer back to itself, so no ping-pong):
+# and tools. The client's record of what it sent shows it (no transfer to itself, so
+# no ping-pong):
 
 # %%
-for record in desk_llm.mock.requests:
-    body = record["body"]
+for exchange in [e for e in desk_llm.exchanges if e.status == 200]:
+    body = exchange.request["body"]
     print(f"system: {body.get('system')!r:60.60} tools: {[t['name'] for t in body.get('tools', [])]}")
 
 # %% [markdown]
