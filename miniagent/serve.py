@@ -2,7 +2,7 @@
 
     python -m miniagent serve          (or: make serve), then open http://127.0.0.1:8000/
 
-Three routes do the work:
+Four routes do the work:
 
 - `POST /chat` takes `{"message": "...", "conversation_id": "..."}` and answers with JSON
   when the run is over: `conversation_id`, `text`, `stop`, `reason`, `usage`, `tool_calls`.
@@ -11,6 +11,17 @@ Three routes do the work:
   goes on: `conversation` (the id) first, then `text` (a piece of the answer), `tool_use`
   (a call as it begins, and again when complete), `tool_result`, `usage` (per model
   call), and last `done` (stop, reason, text) or `error`.
+- `POST /chat/approve` answers a question the stream asked. When the model calls a tool
+  that needs a person's approval (`Tool(needs_approval=True)`), the stream sends
+  `approval` (`conversation_id`, `approval_id`, `tool_use_id`, `name`, `input`) and the
+  run waits; `{"conversation_id", "approval_id", "approved": true|false, "reason": "..."}`
+  answers it (the reason, optional, is shown to the model). The stream then sends
+  `approval_result` (`approval_id`, `tool_use_id`, `name`, `approved`, `reason`). With no
+  answer within `approval_timeout_seconds` (default 300), the call is denied; so it is
+  when the client goes away. An unknown id is a 404, a second answer a 409.
+  `POST /chat` answers only at the end, so it cannot ask anyone: there, such a tool is
+  never run and the model hears that no one was asked (each of `tool_calls` has
+  `approval`: null, or `approved` and `reason` for a tool that needed it).
 - `GET /` is the page (`miniagent/web/`): plain HTML and JavaScript that streams answers.
 
 The rest is what makes it safe to leave running:
@@ -42,7 +53,7 @@ import secrets
 import socket
 import sys
 from collections import OrderedDict
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from importlib import resources
 from typing import Any, AsyncIterator, Callable, Iterator
 
@@ -52,10 +63,13 @@ from starlette.exceptions import HTTPException
 
 from miniagent.context import SlidingWindow
 from miniagent.messages import clean_text
+from miniagent.tools import NotAsked
 
 log = logging.getLogger("miniagent.serve")
 
 LOCAL_HOSTS = ("127.0.0.1", "localhost", "[::1]")
+MAX_REASON_CHARS = 500  # a person's reason for a denial: a sentence, not a document
+CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029]+")  # line breaks, escapes, bells: none in a reason
 Emit = Callable[[str, dict], None]  # (event name, data): how a run reports what happens in it
 
 # The page may run its own script and talk to this service, nothing else (no external resources).
@@ -140,8 +154,8 @@ def invalid(message: str) -> ServiceError:
     return ServiceError(422, "invalid_request", message)
 
 
-async def read_question(request: Request, max_body_bytes: int, max_chars: int) -> tuple[str, str | None]:
-    """(message, conversation_id) from a chat request, or the ServiceError that says what is wrong."""
+async def read_json(request: Request, max_body_bytes: int, example: str) -> dict:
+    """The JSON object a request holds, or the ServiceError that says what is wrong with it."""
     media_type = request.headers.get("content-type", "").split(";")[0].strip().lower()
     if media_type != "application/json":
         raise ServiceError(415, "unsupported_media_type",
@@ -153,7 +167,13 @@ async def read_question(request: Request, max_body_bytes: int, max_chars: int) -
     except (ValueError, RecursionError) as err:  # ValueError covers bytes that are not UTF-8 too
         raise ServiceError(400, "invalid_json", f"the body is not valid JSON ({str(err)[:100]})") from None
     if not isinstance(payload, dict):
-        raise invalid(f'the body must be a JSON object like {{"message": "..."}}, got {type(payload).__name__}')
+        raise invalid(f"the body must be a JSON object like {example}, got {type(payload).__name__}")
+    return payload
+
+
+async def read_question(request: Request, max_body_bytes: int, max_chars: int) -> tuple[str, str | None]:
+    """(message, conversation_id) from a chat request, or the ServiceError that says what is wrong."""
+    payload = await read_json(request, max_body_bytes, '{"message": "..."}')
     unknown = sorted(set(payload) - {"message", "conversation_id"})
     if unknown:
         raise invalid(f"unknown field(s) {', '.join(map(repr, unknown))[:200]}; "
@@ -173,6 +193,33 @@ async def read_question(request: Request, max_body_bytes: int, max_chars: int) -
     return clean_text(message), conversation_id
 
 
+APPROVAL_FIELDS = ("conversation_id", "approval_id", "approved", "reason")
+
+
+async def read_answer(request: Request, max_body_bytes: int) -> tuple[str, str, bool, str | None]:
+    """(conversation_id, approval_id, approved, reason) from an approval's answer, or the ServiceError."""
+    payload = await read_json(request, max_body_bytes, '{"conversation_id": "...", "approval_id": "...", '
+                                                       '"approved": true}')
+    unknown = sorted(set(payload) - set(APPROVAL_FIELDS))
+    if unknown:
+        raise invalid(f"unknown field(s) {', '.join(map(repr, unknown))[:200]}; "
+                      f"the fields are {', '.join(map(repr, APPROVAL_FIELDS))}")
+    for name in ("conversation_id", "approval_id"):
+        if not isinstance(payload.get(name), str):
+            raise invalid(f"'{name}' must be the string from the approval event, "
+                          f"got {type(payload.get(name)).__name__}")
+    approved, reason = payload.get("approved"), payload.get("reason")
+    if not isinstance(approved, bool):
+        raise invalid(f"'approved' must be true or false, got {type(approved).__name__}")
+    if reason is not None:
+        if not isinstance(reason, str):
+            raise invalid(f"'reason' must be a string, got {type(reason).__name__}")
+        if len(reason) > MAX_REASON_CHARS:
+            raise invalid(f"'reason' is {len(reason):,} characters; the limit is {MAX_REASON_CHARS}")
+        reason = " ".join(CONTROL.sub(" ", clean_text(reason)).split()) or None
+    return payload["conversation_id"], payload["approval_id"], approved, reason
+
+
 # --- conversations and runs ------------------------------------------------------------
 
 
@@ -181,6 +228,9 @@ class Conversation:
     id: str
     agent: Any       # an AsyncAgent: it holds the history
     busy: bool = False
+    # The approvals asked in its latest run, by id: a Future per question, resolved with the
+    # answer (or cancelled: timed out, client gone). Kept after the answer, to tell a second one.
+    approvals: dict[str, asyncio.Future] = field(default_factory=dict)
 
 
 class Conversations:
@@ -231,10 +281,11 @@ class ChatService:
     """
 
     def __init__(self, agent_factory: Callable[[], Any], *, max_conversations: int, max_history_messages: int,
-                 max_concurrent_runs: int) -> None:
+                 max_concurrent_runs: int, approval_timeout: float = 300.0) -> None:
         self.conversations = Conversations(agent_factory, max_conversations)
         self.window = SlidingWindow(max_history_messages)
         self.max_concurrent_runs = max_concurrent_runs
+        self.approval_timeout = approval_timeout
         self.running = 0
 
     def reserve(self, conversation_id: str | None) -> Conversation:
@@ -262,14 +313,63 @@ class ChatService:
         conversation.busy = False
         self.running -= 1
 
-    async def run(self, conversation: Conversation, message: str, emit: Emit) -> Any:
-        """Ask `message` in `conversation`; `emit(name, data)` hears each step as it happens."""
+    async def run(self, conversation: Conversation, message: str, emit: Emit, ask: bool = True) -> Any:
+        """Ask `message` in `conversation`; `emit(name, data)` hears each step as it happens.
+
+        With `ask`, a tool call that needs approval is put to the client (an `approval`
+        event, answered by `answer`); without, no one can be asked and it is denied.
+        """
         agent = conversation.agent
         agent.trace.clear()  # the trace keeps one run, not a conversation's worth
-        result = await agent.run(message, stream=True, on_text=lambda delta: emit("text", {"text": delta}),
-                                 on_tool_use=tool_uses_to(emit), on_step=steps_to(emit))
+        conversation.approvals.clear()  # (all answered or cancelled: see the finally below)
+        asked: dict[str, str] = {}  # tool_use id -> approval id, for the approval_result event
+        try:
+            result = await agent.run(message, stream=True, on_text=lambda delta: emit("text", {"text": delta}),
+                                     on_tool_use=tool_uses_to(emit), on_step=steps_to(emit, asked),
+                                     approve=self._approver(conversation, emit, asked) if ask else not_asked)
+        finally:  # however the run ended, no question is left waiting for an answer
+            for future in conversation.approvals.values():
+                future.cancel()
         agent.history = self.window.view(agent.history)
         return result
+
+    def _approver(self, conversation: Conversation, emit: Emit, asked: dict[str, str]) -> Callable[[dict], Any]:
+        """The run's approver: an `approval` event, then the answer `answer` gives (or a denial on timeout)."""
+        async def approve(call: dict) -> Any:
+            approval_id = secrets.token_urlsafe(12)
+            future = asyncio.get_running_loop().create_future()
+            conversation.approvals[approval_id] = future
+            asked[call["id"]] = approval_id
+            emit("approval", {"conversation_id": conversation.id, "approval_id": approval_id,
+                              "tool_use_id": call["id"], "name": call["name"], "input": call["input"]})
+            try:  # wait_for cancels the future when time is up, or when the run is cancelled
+                approved, reason = await asyncio.wait_for(future, self.approval_timeout)
+            except TimeoutError:
+                return f"no answer within {self.approval_timeout:g} s"
+            return True if approved else (reason or False)
+        return approve
+
+    def answer(self, conversation_id: str, approval_id: str, approved: bool, reason: str | None) -> None:
+        """Give a waiting approval its answer, or raise the ServiceError saying why it cannot be."""
+        conversation = self.conversations.get(conversation_id)
+        future = conversation.approvals.get(approval_id) if conversation is not None else None
+        if future is None:
+            raise ServiceError(404, "approval_not_found", "no approval of this conversation has this id "
+                               "(the conversation may have asked another question since)")
+        if future.done():
+            why = "it was answered already" if not future.cancelled() else \
+                "it is no longer waiting (no answer came in time, or the client went away), so it was denied"
+            raise ServiceError(409, "approval_answered", why)
+        future.set_result((approved, reason))
+
+    def pending_approvals(self) -> int:
+        """How many approvals wait for an answer, in all conversations."""
+        return sum(not f.done() for c in self.conversations for f in c.approvals.values())
+
+
+def not_asked(call: dict) -> NotAsked:
+    """The approver of a run that cannot ask anyone (POST /chat): the call is denied, and the model hears why."""
+    return NotAsked("POST /chat cannot ask a person; /chat/stream can")
 
 
 def tool_uses_to(emit: Emit) -> Callable[[dict], None]:
@@ -280,10 +380,14 @@ def tool_uses_to(emit: Emit) -> Callable[[dict], None]:
     return on_tool_use
 
 
-def steps_to(emit: Emit) -> Callable[[dict], None]:
-    """The agent's trace events that a client wants: tool results and each call's usage."""
+def steps_to(emit: Emit, asked: dict[str, str] | None = None) -> Callable[[dict], None]:
+    """The agent's trace events that a client wants: approvals given, tool results and each call's usage."""
     def on_step(event: dict) -> None:
-        if event["type"] == "tool_result":
+        if event["type"] == "approval":
+            emit("approval_result", {"approval_id": (asked or {}).get(event.get("id")), "tool_use_id": event.get("id"),
+                                     "name": event.get("name"), "approved": event.get("approved"),
+                                     "reason": event.get("reason")})
+        elif event["type"] == "tool_result":
             emit("tool_result", {key: event.get(key) for key in ("id", "name", "is_error", "content")}
                  | {"seconds": round(event.get("seconds") or 0.0, 3)})
         elif event["type"] == "usage":
@@ -396,12 +500,13 @@ def _page(name: str) -> str:
 def create_app(*, agent_factory: Callable[[], Any] | None = None, max_conversations: int = 100,
                max_history_messages: int = 50, max_concurrent_runs: int = 32, max_body_bytes: int = 64 * 1024,
                max_question_chars: int = 20_000, allowed_hosts: tuple[str, ...] | None = LOCAL_HOSTS,
-               heartbeat_seconds: float = 15.0) -> FastAPI:
+               heartbeat_seconds: float = 15.0, approval_timeout_seconds: float = 300.0) -> FastAPI:
     """The service as an ASGI app (run it with uvicorn; test it with httpx's ASGITransport).
 
     `agent_factory()` makes the agent of each new conversation (default: `AsyncAgent` on
     `connect_async()`, offline unless a key is set). The limits are described above;
     `allowed_hosts=None` accepts any Host header (for a service deliberately on a network).
+    `approval_timeout_seconds`: how long a streamed run waits for a person to approve a tool call.
     """
     limits = [("max_conversations", max_conversations, 1), ("max_concurrent_runs", max_concurrent_runs, 1),
               ("max_history_messages", max_history_messages, 2),  # at least a question and its answer
@@ -409,8 +514,12 @@ def create_app(*, agent_factory: Callable[[], Any] | None = None, max_conversati
     for name, value, least in limits:
         if isinstance(value, bool) or not isinstance(value, int) or value < least:
             raise ValueError(f"{name} must be an integer of at least {least}, got {value!r}")
+    if isinstance(approval_timeout_seconds, bool) or not isinstance(approval_timeout_seconds, (int, float)) \
+            or not 0 < approval_timeout_seconds < float("inf"):
+        raise ValueError(f"approval_timeout_seconds must be a positive number, got {approval_timeout_seconds!r}")
     service = ChatService(agent_factory or default_agent_factory(), max_conversations=max_conversations,
-                          max_history_messages=max_history_messages, max_concurrent_runs=max_concurrent_runs)
+                          max_history_messages=max_history_messages, max_concurrent_runs=max_concurrent_runs,
+                          approval_timeout=approval_timeout_seconds)
     page, script = _page("index.html"), _page("chat.js")
 
     # No /docs: they load scripts from a CDN, and this service stays offline.
@@ -436,12 +545,14 @@ def create_app(*, agent_factory: Callable[[], Any] | None = None, max_conversati
         def collect(name: str, data: dict) -> None:  # the tool calls, each with its result
             if name == "tool_use" and data["done"]:
                 calls[data["id"]] = {"id": data["id"], "name": data["name"], "input": data["input"],
-                                     "result": None, "is_error": None}
+                                     "result": None, "is_error": None, "approval": None}
+            elif name == "approval_result" and data["tool_use_id"] in calls:  # a tool that needs approval
+                calls[data["tool_use_id"]]["approval"] = {"approved": data["approved"], "reason": data["reason"]}
             elif name == "tool_result" and data["id"] in calls:
                 calls[data["id"]].update(result=data["content"], is_error=data["is_error"])
 
         try:
-            result = await until_disconnected(request, service.run(conversation, message, collect))
+            result = await until_disconnected(request, service.run(conversation, message, collect, ask=False))
         finally:
             service.release(conversation)
         if result is None:  # the client went away: its run was cancelled, and nobody reads an answer
@@ -477,6 +588,13 @@ def create_app(*, agent_factory: Callable[[], Any] | None = None, max_conversati
         task.add_done_callback(ended)
         return EventStream(event_stream(conversation.id, queue, heartbeat_seconds), task)
 
+    @app.post("/chat/approve")
+    async def chat_approve(request: Request) -> dict:
+        conversation_id, approval_id, approved, reason = await read_answer(request, max_body_bytes)
+        service.answer(conversation_id, approval_id, approved, reason)
+        return {"conversation_id": conversation_id, "approval_id": approval_id, "approved": approved,
+                "reason": None if approved else reason}
+
     return app
 
 
@@ -490,7 +608,8 @@ def is_loopback(host: str) -> bool:
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m miniagent serve",
                                      description="Serve the agent over HTTP: a web page at /, POST /chat "
-                                                 "(JSON) and POST /chat/stream (Server-Sent Events).")
+                                                 "(JSON), POST /chat/stream (Server-Sent Events) and "
+                                                 "POST /chat/approve (a person's answer to a tool call).")
     parser.add_argument("--host", default="127.0.0.1",
                         help="address to listen on (default: 127.0.0.1, this machine only)")
     parser.add_argument("--port", type=int, default=8000, help="port (default: 8000; 0 picks a free one)")

@@ -3,7 +3,9 @@
 JSON and SSE answers to the demo question, follow-ups, every refusal in one JSON shape
 (with the service still answering after it), the bounds (runs at once, conversations
 kept, history), no key anywhere, and a client that disconnects mid-stream cancelling
-its run and its tool, over a real uvicorn server. Offline, a second or two in all.
+its run and its tool, over a real uvicorn server; a tool that needs approval asked
+through the stream and answered at /chat/approve (approved, denied, timed out, left
+unanswered by a client that went away, refused at POST /chat). Offline, a second or two in all.
 """
 
 from __future__ import annotations
@@ -512,3 +514,171 @@ def test_a_client_that_leaves_a_json_request_cancels_its_run_and_its_tool():
 
     again = asyncio.run(scenario())
     assert again.status_code == 200 and "7" in again.json()["text"]
+
+
+# --- tools that need a person's approval ---------------------------------------------------
+
+DELETE = "Delete the file notes.txt"  # the mock calls delete_file(path="notes.txt") for it
+
+
+def deleting():
+    """A tool that needs approval, and the list of the paths it really deleted."""
+    deleted = []
+
+    @tool(needs_approval=True)
+    def delete_file(path: str) -> str:
+        """Delete a file from the workspace.
+
+        Args:
+            path: the file to delete
+        """
+        deleted.append(path)
+        return f"deleted {path}"
+    return delete_file, deleted
+
+
+async def asked(service, http, message: str = DELETE):
+    """Start a streamed question; wait until it asks for approval. Returns (the stream's task, conversation, id)."""
+    stream = asyncio.create_task(http.post("/chat/stream", json={"message": message}))
+    await wait_until(lambda: service.pending_approvals() == 1 or stream.done())
+    [conversation] = service.conversations
+    [approval_id] = conversation.approvals
+    return stream, conversation, approval_id
+
+
+@pytest.mark.parametrize("approved", [False, True])
+def test_a_streamed_run_asks_before_a_tool_that_needs_approval(approved):
+    delete_file, deleted = deleting()
+    app = create_app(agent_factory=agents(tools=[delete_file]))
+    service = app.state.service
+
+    async def scenario(http):
+        stream, conversation, approval_id = await asked(service, http)
+        assert not deleted and not stream.done()  # the run waits for the answer
+        answer = {"conversation_id": conversation.id, "approval_id": approval_id, "approved": approved,
+                  "reason": "keep it,\x00 I still\nneed it\x1b"}
+        first = await http.post("/chat/approve", json=answer)
+        again = await http.post("/chat/approve", json=answer)
+        return first, again, events_of((await asyncio.wait_for(stream, WAIT)).content), approval_id
+
+    first, again, events, approval_id = run(app, scenario)
+    assert first.status_code == 200 and first.json()["approved"] is approved
+    assert again.status_code == 409 and again.json()["error"]["type"] == "approval_answered"
+    by_name = {name: data for name, data in events}
+    asking = by_name["approval"]
+    assert asking["approval_id"] == approval_id and asking["name"] == "delete_file"
+    assert asking["input"] == {"path": "notes.txt"} and asking["conversation_id"] == events[0][1]["conversation_id"]
+    names = [name for name, _ in events]
+    assert names.index("approval") < names.index("approval_result") < names.index("tool_result")
+    decided = by_name["approval_result"]
+    assert decided["approval_id"] == approval_id and decided["approved"] is approved
+    assert by_name["done"]["ok"] and service.pending_approvals() == 0 and service.running == 0
+    if approved:
+        assert deleted == ["notes.txt"] and decided["reason"] is None
+        assert by_name["tool_result"]["content"] == "deleted notes.txt"
+    else:
+        assert deleted == []
+        assert decided["reason"] == "keep it, I still need it"  # control characters gone
+        assert by_name["tool_result"]["is_error"] and "did not approve" in by_name["tool_result"]["content"]
+        assert "did not approve" in by_name["done"]["text"] and "keep it" in by_name["done"]["text"]
+
+
+def test_approval_answers_that_cannot_be_taken():
+    delete_file, deleted = deleting()
+    app = create_app(agent_factory=agents(tools=[delete_file]), max_body_bytes=1000)
+    service = app.state.service
+
+    async def scenario(http):
+        stream, conversation, approval_id = await asked(service, http)
+        good = {"conversation_id": conversation.id, "approval_id": approval_id, "approved": True}
+        refused = [
+            (404, "approval_not_found", json.dumps(good | {"conversation_id": "nope"}).encode(), JSON),
+            (404, "approval_not_found", json.dumps(good | {"approval_id": "nope"}).encode(), JSON),
+            (400, "invalid_json", b'{"approved": ', JSON),
+            (415, "unsupported_media_type", json.dumps(good).encode(), {"content-type": "text/plain"}),
+            (413, "request_too_large", json.dumps(good | {"reason": "x" * 2000}).encode(), JSON),
+            (422, "invalid_request", json.dumps(good | {"approved": "yes"}).encode(), JSON),
+            (422, "invalid_request", json.dumps(good | {"reason": "x" * 501}).encode(), JSON),
+            (422, "invalid_request", json.dumps(good | {"reason": 7}).encode(), JSON),
+            (422, "invalid_request", json.dumps(good | {"extra": 1}).encode(), JSON),
+            (422, "invalid_request", json.dumps({k: v for k, v in good.items() if k != "approval_id"}).encode(), JSON),
+            (422, "invalid_request", b"[]", JSON),
+            (400, "invalid_host", json.dumps(good).encode(), {**JSON, "host": "attacker.example"}),
+        ]
+        seen = []
+        for status, kind, body, headers in refused:
+            response = await http.post("/chat/approve", content=body, headers=headers)
+            seen.append((status, kind, response.status_code, response.json()["error"]["type"]))
+        assert service.pending_approvals() == 1 and not deleted  # none of them answered it
+        denied = await http.post("/chat/approve", json=good | {"approved": False})
+        return seen, denied, await asyncio.wait_for(stream, WAIT)
+
+    seen, denied, stream = run(app, scenario)
+    for status, kind, got_status, got_kind in seen:
+        assert (got_status, got_kind) == (status, kind)
+    assert denied.status_code == 200 and stream.status_code == 200 and deleted == []
+
+
+def test_no_answer_in_time_is_a_denial():
+    delete_file, deleted = deleting()
+    app = create_app(agent_factory=agents(tools=[delete_file]), approval_timeout_seconds=0.05)
+    service = app.state.service
+
+    async def scenario(http):
+        events = events_of((await http.post("/chat/stream", json={"message": DELETE})).content)
+        [conversation] = service.conversations
+        approval_id = dict(events)["approval"]["approval_id"]
+        late = await http.post("/chat/approve", json={"conversation_id": conversation.id,
+                                                      "approval_id": approval_id, "approved": True})
+        return events, late
+
+    events, late = run(app, scenario)
+    decided = dict(events)["approval_result"]
+    assert decided["approved"] is False and decided["reason"] == "no answer within 0.05 s"
+    assert deleted == [] and events[-1][0] == "done" and "did not approve" in events[-1][1]["text"]
+    assert late.status_code == 409 and "no longer waiting" in late.json()["error"]["message"]
+    assert service.pending_approvals() == 0 and service.running == 0
+
+
+def test_a_client_that_leaves_while_asked_leaves_no_question_waiting():
+    async def scenario():
+        delete_file, deleted = deleting()
+        app = create_app(agent_factory=agents(tools=[delete_file]))
+        service = app.state.service
+        async with serving(app) as url, httpx.AsyncClient(base_url=url, timeout=WAIT) as http:
+            async with http.stream("POST", "/chat/stream", json={"message": DELETE}) as response:
+                async for name in parse_lines(response):
+                    if name == "approval":
+                        break
+                assert service.pending_approvals() == 1
+            await wait_until(lambda: service.running == 0)
+            [conversation] = service.conversations
+            [future] = conversation.approvals.values()
+            late = await http.post("/chat/approve", json={"conversation_id": conversation.id,
+                                                          "approval_id": next(iter(conversation.approvals)),
+                                                          "approved": True})
+            again = await http.post("/chat", json={"message": "What is 3 + 4?", "conversation_id": conversation.id})
+            return service.pending_approvals(), future.cancelled(), late, again, deleted
+
+    pending, cancelled, late, again, deleted = asyncio.run(scenario())
+    assert pending == 0 and cancelled and deleted == []
+    assert late.status_code == 409 and again.status_code == 200 and "7" in again.json()["text"]
+
+
+def test_post_chat_cannot_ask_anyone_so_the_tool_is_denied():
+    delete_file, deleted = deleting()
+    app = create_app(agent_factory=agents(tools=[delete_file]))
+    answer = run(app, lambda http: http.post("/chat", json={"message": DELETE}))
+    assert answer.status_code == 200, answer.text
+    body = answer.json()
+    [call] = body["tool_calls"]
+    assert deleted == [] and call["name"] == "delete_file" and call["is_error"]
+    assert call["approval"]["approved"] is False and "no one was asked" in call["approval"]["reason"]
+    assert "no one was asked" in body["text"]
+    assert app.state.service.pending_approvals() == 0
+
+
+def test_the_approval_timeout_must_be_positive():
+    for bad in (0, -1, True, float("nan"), float("inf"), "5"):
+        with pytest.raises(ValueError, match="approval_timeout_seconds must be a positive number"):
+            create_app(agent_factory=agents(), approval_timeout_seconds=bad)

@@ -6,6 +6,10 @@
 // writes "\n" line ends), and a line starting with ":" is a comment (a keep-alive).
 // What the model or a tool wrote only ever goes into textContent (or a text node), never
 // into innerHTML: an answer containing <img onerror=...> stays text.
+//
+// A tool that needs a person's approval makes the server send `approval`: the page shows
+// the call with Approve and Deny (and a box for a reason) under the tool line, and posts
+// the click to chat/approve; the run waits for it, then goes on (`approval_result`).
 "use strict";
 
 const log = document.getElementById("log");
@@ -54,7 +58,8 @@ async function* readEvents(response) {
 }
 
 function newTurn(question) {
-  const turn = {section: element("section", "turn"), text: null, calls: new Map(), tokens: [0, 0], ended: false};
+  const turn = {section: element("section", "turn"), text: null, calls: new Map(), approvals: new Map(),
+                tokens: [0, 0], ended: false};
   turn.section.append(element("div", "question", question));
   log.append(turn.section);
   return turn;
@@ -82,6 +87,11 @@ function show(turn, {name, data}) {
     }
     const args = data.done ? JSON.stringify(data.input) : "…";
     call.querySelector(".call").textContent = data.name + "(" + args + ")";
+  } else if (name === "approval") {
+    askApproval(turn, data);
+  } else if (name === "approval_result") {
+    const box = turn.approvals.get(data.approval_id);
+    if (box) settle(box, data.approved, data.reason);   // no-op when the click already settled it
   } else if (name === "tool_result") {
     const call = turn.calls.get(data.id);
     if (!call) return;
@@ -101,6 +111,60 @@ function show(turn, {name, data}) {
     turn.ended = true;
     status(turn, "error: " + data.message, true);
   }
+}
+
+// The question a tool call asks: its name and arguments, Approve, Deny and a reason box.
+function askApproval(turn, data) {
+  const box = element("div", "approval");
+  const reason = element("input", "reason");
+  reason.type = "text";
+  reason.maxLength = 500;
+  reason.placeholder = "reason (optional, told to the model if you deny)";
+  const approve = element("button", "approve", "Approve");
+  const deny = element("button", "deny", "Deny");
+  approve.type = deny.type = "button";
+  const buttons = element("div", "buttons");
+  buttons.append(approve, deny, reason);
+  box.append(element("div", "asks", "Run " + data.name + "? It needs your approval."),
+             element("pre", "args", JSON.stringify(data.input, null, 2)), buttons);
+  box.settled = false;
+  const answer = async (approved) => {
+    approve.disabled = deny.disabled = reason.disabled = true;
+    const why = reason.value.trim();
+    const body = {conversation_id: data.conversation_id, approval_id: data.approval_id, approved};
+    if (!approved && why) body.reason = why;
+    try {
+      const response = await fetch("chat/approve", {method: "POST", headers: {"content-type": "application/json"},
+                                                    body: JSON.stringify(body)});
+      const reply = await response.json().catch(() => ({}));
+      if (response.ok) settle(box, reply.approved, reply.reason);
+      else settle(box, false, reply.error ? reply.error.message : response.statusText);
+    } catch (err) {
+      settle(box, false, "the answer could not be sent (" + err.message + ")");
+    }
+  };
+  approve.addEventListener("click", () => answer(true));
+  deny.addEventListener("click", () => answer(false));
+  turn.approvals.set(data.approval_id, box);
+  const call = turn.calls.get(data.tool_use_id);
+  const result = call && call.querySelector(".result.running");
+  if (result) {   // above the result, which waits for the answer
+    result.textContent = "waiting for your approval…";
+    result.before(box);
+  } else {
+    turn.section.append(box);
+  }
+  turn.text = null;
+  reason.focus();
+}
+
+// Once answered (by a click, a timeout, or the run ending): the buttons give way to the outcome.
+function settle(box, approved, reason) {
+  if (box.settled) return;
+  box.settled = true;
+  box.classList.add(approved ? "approved" : "denied");
+  box.querySelector(".buttons").replaceWith(
+    element("div", "outcome", approved ? "approved" : "denied" + (reason ? ": " + reason : "")));
 }
 
 async function ask(question) {
@@ -123,6 +187,7 @@ async function ask(question) {
   } catch (err) {
     status(turn, err.name === "AbortError" ? "stopped: you pressed Stop" : "error: " + err.message, true);
   } finally {
+    for (const box of turn.approvals.values()) settle(box, false, "the run ended before an answer");
     running = null;
     send.textContent = "Send";
     window.scrollTo(0, document.body.scrollHeight);

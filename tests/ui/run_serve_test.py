@@ -14,6 +14,10 @@ key. In the page it:
 3. asks a question holding HTML markup, which the page shows as text;
 4. asks a question the mock answers slowly and presses Stop: the page says so, and the
    server's run ends (its count of running questions goes back to 0);
+5. asks "Delete the file notes.txt", which calls `delete_file`, a tool that needs
+   approval (it records each real call): the page shows the call with Approve and Deny;
+   with a reason typed, Deny makes it say "denied: <reason>", the tool never runs and
+   the answer says it was not approved; asked again, Approve runs it once;
 and checks that the page never holds the key. Screenshot: ui-test/serve.png (and
 ui-test/serve-failure.png when a step fails).
 
@@ -38,12 +42,28 @@ from run_ui_test import CHROMIUM, CHROMIUM_ARGS  # noqa: E402
 from miniagent.__main__ import DEMO_QUESTION  # noqa: E402
 from miniagent.aclient import AsyncClient  # noqa: E402
 from miniagent.agent import AsyncAgent  # noqa: E402
+from miniagent.builtin_tools import default_tools  # noqa: E402
 from miniagent.mock import MockAPI  # noqa: E402
 from miniagent.serve import create_app  # noqa: E402
+from miniagent.tools import tool  # noqa: E402
 
 KEY = "sk-ant-browser-test-RECOGNISABLE-fake-key-7731"
 OUT = ROOT / "ui-test"
 TOOLS = ["get_current_time", "calculate", "get_weather", "get_weather"]
+DELETE, REASON = "Delete the file notes.txt", "keep it, I still need it"
+DELETED: list[str] = []  # the paths delete_file really deleted (on the server's thread)
+
+
+@tool(needs_approval=True)
+def delete_file(path: str) -> str:
+    """Delete a file from the workspace.
+
+    Args:
+        path: the file to delete
+    """
+    DELETED.append(path)
+    return f"deleted {path}"
+
 # In the page: the newest answer's text, recorded at every change of the log.
 WATCH_ANSWERS = """() => {
     window.__answers = [];
@@ -147,6 +167,33 @@ def drive(page, url: str, mock: MockAPI, service) -> str:
         raise ServeTestError(f"after Stop the page says {stopped!r}")
     mock.pace()
 
+    ask(page, DELETE)  # 5. a tool that needs approval: Deny with a reason, then Approve
+    box = page.locator(".turn").last.locator(".approval")
+    box.locator(".deny").wait_for(timeout=10_000)
+    shown = box.inner_text()
+    if "delete_file" not in shown or '"path": "notes.txt"' not in shown:
+        raise ServeTestError(f"the approval shows {shown!r}")
+    if service.pending_approvals() != 1:
+        raise ServeTestError(f"{service.pending_approvals()} approvals wait on the server, not 1")
+    box.locator(".reason").fill(REASON)
+    box.locator(".deny").click()
+    wait_for_statuses(page, 5, timeout=10_000)
+    outcome, turn = box.locator(".outcome").inner_text(), page.locator(".turn").last.inner_text()
+    if outcome != "denied: " + REASON or box.locator("button").count():
+        raise ServeTestError(f"after Deny the approval says {outcome!r}")
+    ended = page.locator(".turn .status").last.inner_text()
+    if DELETED or "did not approve" not in turn or not ended.startswith("done"):
+        raise ServeTestError(f"after Deny: deleted {DELETED}, the turn says {turn!r}")
+    ask(page, DELETE)
+    box = page.locator(".turn").last.locator(".approval")
+    box.locator(".approve").click(timeout=10_000)
+    wait_for_statuses(page, 6, timeout=10_000)
+    outcome, result = box.locator(".outcome").inner_text(), page.locator(".turn").last.locator(".result").inner_text()
+    if outcome != "approved" or DELETED != ["notes.txt"] or result != "→ deleted notes.txt":
+        raise ServeTestError(f"after Approve the approval says {outcome!r}, the result {result!r}, deleted {DELETED}")
+    if service.pending_approvals():
+        raise ServeTestError("an approval is still waiting on the server")
+
     if KEY in page.content():
         raise ServeTestError("the API key is in the page")
     OUT.mkdir(exist_ok=True)
@@ -163,7 +210,9 @@ def main() -> int:
     began = time.monotonic()
     mock = MockAPI(api_keys={KEY}, pacing={"first": 0.1, "rate": 60})  # a model's pace: the answer in pieces
     client = AsyncClient(api_key=KEY, transport=mock.async_transport(), mock=mock)
-    app = create_app(agent_factory=lambda: AsyncAgent(client=client, stream=True))
+    registry = default_tools()
+    registry.register(delete_file)
+    app = create_app(agent_factory=lambda: AsyncAgent(client=client, tools=registry, stream=True))
     server, thread, url = start(app)
     try:
         with sync_playwright() as p:
@@ -182,7 +231,8 @@ def main() -> int:
         server.should_exit = True
         thread.join(timeout=10)
     print(f"serve test passed in {time.monotonic() - began:.1f} s: the page at {url} streamed the demo answer "
-          f"({summary}), kept the conversation for a follow-up, and Stop cancelled a run on the server")
+          f"({summary}), kept the conversation for a follow-up, Stop cancelled a run on the server, and "
+          "Deny and Approve answered a tool call that needed approval")
     return 0
 
 
