@@ -25,6 +25,7 @@ consolidated versions live:
     tracing.py        spans for every run, model call and tool call; tree, timeline, cost
     otel.py           those spans to any OpenTelemetry backend (GenAI conventions; optional extra)
     prices.py         a dated price table: what a call cost
+    mcp.py            tools from anywhere: an MCP client over stdio JSON-RPC, its tools as Tools
     mock/             the strict offline mock of the Messages API
     exercises/        the notebooks' exercise checks, a module per notebook (miniagent.exercises.check_01_1, ...)
 

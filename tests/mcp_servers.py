@@ -1,0 +1,112 @@
+"""Minimal MCP servers over stdio, standard library only, for tests/test_mcp.py.
+
+    python tests/mcp_servers.py MODE
+
+Modes: weather (get_weather, get_current_time), math (calculate; calls answered in
+threads, so responses can come back out of order), and misbehaving servers: crash
+(exits in the middle of a tools/call), hang (never answers tools/call, and ignores the
+end of its stdin), garbage (non-JSON on stdout), flood (a 5 MB line), paged (tools/list
+in two pages), error (a tool answering isError, and a JSON-RPC error for an unknown tool).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import threading
+import time
+
+from miniagent import builtin_tools
+
+MODE = sys.argv[1] if len(sys.argv) > 1 else "weather"
+_write_lock = threading.Lock()
+
+
+def send(message: dict) -> None:
+    with _write_lock:
+        sys.stdout.write(json.dumps(message, ensure_ascii=False) + "\n")
+        sys.stdout.flush()
+
+
+def spec(t) -> dict:
+    return {"name": t.name, "description": t.description, "inputSchema": t.input_schema}
+
+
+FAIL = {"name": "fail", "description": "A tool that always fails.", "inputSchema": {"type": "object"}}
+TOOLS = {
+    "weather": [builtin_tools.get_weather, builtin_tools.get_current_time],
+    "math": [builtin_tools.calculate],
+}.get(MODE, [builtin_tools.calculate])
+BY_NAME = {t.name: t for t in TOOLS}
+
+
+def call(request: dict) -> None:
+    params = request.get("params") or {}
+    name, arguments = params.get("name"), params.get("arguments") or {}
+    if MODE == "crash":
+        sys.stderr.write("about to crash: out of cheese\n")
+        sys.stderr.flush()
+        os._exit(3)
+    if MODE == "hang":
+        return
+    if MODE == "garbage":
+        sys.stdout.write("this is not JSON\n")
+        sys.stdout.flush()
+        return
+    if MODE == "flood":
+        sys.stdout.write("x" * 5_000_000 + "\n")
+        sys.stdout.flush()
+        return
+    if MODE == "error" and name == "fail":
+        result = {"content": [{"type": "text", "text": "the disk is on fire"}], "isError": True}
+    elif name not in BY_NAME:
+        send({"jsonrpc": "2.0", "id": request["id"], "error": {"code": -32602, "message": f"Unknown tool: {name}"}})
+        return
+    else:
+        send({"jsonrpc": "2.0", "method": "notifications/message",  # a log message before the answer
+              "params": {"level": "info", "data": f"calling {name}"}})
+        try:
+            result = {"content": [{"type": "text", "text": str(BY_NAME[name].fn(**arguments))}], "isError": False}
+        except Exception as exc:  # noqa: BLE001 - a tool's failure is a result, not a protocol error
+            result = {"content": [{"type": "text", "text": str(exc)}], "isError": True}
+    send({"jsonrpc": "2.0", "id": request["id"], "result": result})
+
+
+def handle(request: dict) -> None:
+    method, params = request.get("method"), request.get("params") or {}
+    if "id" not in request:
+        return  # notifications: initialized, cancelled
+    if method == "initialize":
+        result = {"protocolVersion": params.get("protocolVersion"), "capabilities": {"tools": {}},
+                  "serverInfo": {"name": f"test-{MODE}", "version": "1.0"}}
+    elif method == "tools/list":
+        specs = [spec(t) for t in TOOLS] + ([FAIL] if MODE == "error" else [])
+        if MODE == "paged":
+            specs = [spec(builtin_tools.get_weather), spec(builtin_tools.calculate)]
+            result = {"tools": specs[:1], "nextCursor": "page-2"} if not params.get("cursor") else {"tools": specs[1:]}
+        else:
+            result = {"tools": specs}
+    elif method == "tools/call":
+        if MODE == "math":
+            threading.Thread(target=call, args=(request,), daemon=True).start()
+        else:
+            call(request)
+        return
+    else:
+        send({"jsonrpc": "2.0", "id": request["id"],
+              "error": {"code": -32601, "message": f"Method not found: {method}"}})
+        return
+    send({"jsonrpc": "2.0", "id": request["id"], "result": result})
+
+
+def main() -> None:
+    for line in sys.stdin:
+        handle(json.loads(line))
+    if MODE == "hang":  # ignore the end of stdin: only SIGTERM stops it
+        while True:
+            time.sleep(60)
+
+
+if __name__ == "__main__":
+    main()
