@@ -119,8 +119,7 @@ class Agent:
         `approve` replaces the agent's approver for this run.
         """
         messages, options, printer = self._start(question, stream, on_text, on_tool_use, on_step, approve)
-        with tracing.span(f"invoke_agent {self.name}", "agent", lambda: tracing.agent_attributes(self),
-                          tracer=self.tracer) as span:
+        with tracing.agent_span(self) as span:
             result = run_loop(self.client, messages, **options)
             tracing.end_agent(span, result)
         return self._end(result, printer)
@@ -212,8 +211,7 @@ class AsyncAgent(Agent):
                   approve: Callable[[dict], Any] | None = None) -> LoopResult:
         """Ask one question (see `Agent.run`)."""
         messages, options, printer = self._start(question, stream, on_text, on_tool_use, on_step, approve)
-        with tracing.span(f"invoke_agent {self.name}", "agent", lambda: tracing.agent_attributes(self),
-                          tracer=self.tracer) as span:
+        with tracing.agent_span(self) as span:
             result = await arun_loop(self.client, messages, **options)
             tracing.end_agent(span, result)
         return self._end(result, printer)

@@ -45,9 +45,10 @@ import inspect
 import json
 import threading
 import time
+from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass, field
-from typing import Any, Callable, Generator, Union
+from typing import Any, Callable, Generator, Iterator, Union
 
 from miniagent import tracing
 from miniagent.client import APIError, Usage
@@ -255,6 +256,16 @@ class _LaterAnswer:
 def current_run() -> "Loop | None":
     """The run whose tools are running here (a sub-agent charges its tokens to it), or None."""
     return _RUN.get()
+
+
+@contextmanager
+def _running(loop: "Loop") -> Iterator[None]:
+    """`loop` as the current run while its tools run (copied into each tool's thread)."""
+    token = _RUN.set(loop)
+    try:
+        yield
+    finally:
+        _RUN.reset(token)
 
 
 class Loop:
@@ -469,12 +480,9 @@ def run_loop(client: Any, messages: list[dict], *, tools: ToolRegistry | list | 
                     tracing.finish(span, **_response_attributes(response, effect.watcher))
                 return response
         if isinstance(effect, ToolCalls):
-            token = _RUN.set(loop)  # copied into each tool's thread: a sub-agent charges this run
-            try:
+            with _running(loop):
                 return loop.registry.run_all(effect.calls, parallel=loop.parallel, on_result=effect.on_result,
                                              approve=effect.approve)
-            finally:
-                _RUN.reset(token)
         if isinstance(effect, PolicyView):
             return loop.policy.view(effect.history)
         return loop.policy.on_tool_results(effect.results)
@@ -517,12 +525,9 @@ async def arun_loop(client: Any, messages: list[dict], **options: Any) -> LoopRe
                     tracing.finish(span, **_response_attributes(response, effect.watcher))
                 return response
         if isinstance(effect, ToolCalls):
-            token = _RUN.set(loop)
-            try:
+            with _running(loop):
                 return await loop.registry.arun_all(effect.calls, parallel=loop.parallel,
                                                     on_result=effect.on_result, approve=effect.approve)
-            finally:
-                _RUN.reset(token)
         if isinstance(effect, PolicyView):
             return await asyncio.to_thread(loop.policy.view, effect.history)
         return await asyncio.to_thread(loop.policy.on_tool_results, effect.results)

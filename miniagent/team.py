@@ -196,8 +196,7 @@ def handoff(agents: list[Agent], question: str, *, start: Agent | None = None, h
     relay = _Relay(agents, question, start, history, max_handoffs)
     while relay.current is not None:
         agent, options = relay.current, relay.options(on_event)
-        with tracing.span(f"invoke_agent {agent.name}", "agent", lambda: tracing.agent_attributes(agent),
-                          tracer=agent.tracer) as span:
+        with tracing.agent_span(agent) as span:
             result = run_loop(agent.client, relay.messages, **options)
             tracing.end_agent(span, result)
         relay.after(result)
@@ -211,8 +210,7 @@ async def ahandoff(agents: list[AsyncAgent], question: str, *, start: AsyncAgent
     relay = _Relay(agents, question, start, history, max_handoffs)
     while relay.current is not None:
         agent, options = relay.current, relay.options(on_event)
-        with tracing.span(f"invoke_agent {agent.name}", "agent", lambda: tracing.agent_attributes(agent),
-                          tracer=agent.tracer) as span:
+        with tracing.agent_span(agent) as span:
             result = await arun_loop(agent.client, relay.messages, **options)
             tracing.end_agent(span, result)
         relay.after(result)

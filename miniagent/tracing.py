@@ -523,6 +523,11 @@ def agent_attributes(agent: Any) -> dict[str, Any]:
     return attributes
 
 
+def agent_span(agent: Any) -> Any:
+    """The `invoke_agent` span around one run of `agent` (Agent.run, and each agent of a hand-off)."""
+    return span(f"invoke_agent {agent.name}", "agent", lambda: agent_attributes(agent), tracer=agent.tracer)
+
+
 def end_agent(opened: Span | None, result: Any) -> None:
     """Finish a run's span: its tokens (sub-agents' included) and why it stopped."""
     if opened is None:
@@ -556,12 +561,10 @@ def env_secrets(environ: Any = None) -> list[str]:
     return sorted(found, key=len, reverse=True)
 
 
-_secrets = env_secrets
-
 
 def scrub(text: str, secrets: list[str] | None = None) -> str:
     """`text` with every API key the environment holds replaced by <redacted>."""
-    for secret in _secrets() if secrets is None else secrets:
+    for secret in env_secrets() if secrets is None else secrets:
         if secret in text:
             text = text.replace(secret, "<redacted>")
     return text
@@ -570,7 +573,7 @@ def scrub(text: str, secrets: list[str] | None = None) -> str:
 def _scrubbed(attributes: dict) -> dict:
     """The attributes with `scrub` applied to every text value: a tool name or a call id is the
     model's text too, and a model repeats whatever key it was shown."""
-    secrets = _secrets()
+    secrets = env_secrets()
     return {k: scrub(v, secrets) if isinstance(v, str) else [scrub(x, secrets) if isinstance(x, str) else x for x in v]
             if isinstance(v, list) else v for k, v in attributes.items()}
 

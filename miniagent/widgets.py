@@ -29,7 +29,6 @@ _TRANSCRIPT_STYLE = ("max-height:420px;overflow-y:auto;padding:6px 8px;border:1p
                      "border-radius:4px;font-size:13px;line-height:1.45")
 _PANEL_STYLE = "padding:6px 8px;border:1px solid #e0a800;border-radius:4px;background:#fff8e1;font-size:13px"
 WAITING = "waiting for your approval…"
-NOT_APPROVED = "Error: the user did not approve"  # how the registry answers a call it did not run
 
 
 def _args(value: Any) -> str:
@@ -333,7 +332,7 @@ class ChatView(widgets.VBox):
             lines.append(f"you: {_indent(turn['question'], '     ')}")
             for call, result, approval in turn["tools"]:
                 shown = "(no result)" if result is None else describe(result).split(" -> ", 1)[-1]
-                decision = _decision(call, result, approval, self._by_you, waiting)
+                decision = _decision(call, approval, self._by_you, waiting)
                 decision = f" · {decision}" if decision else ""
                 lines.append(f"  tool {call['name']}({_args(call.get('input', {}))}){_indent(decision, '    ')}"
                              f" -> {_indent(shown, '    ')}")
@@ -402,21 +401,17 @@ def _tool_rows(events: list[dict]) -> list[tuple[dict, dict | None, dict | None]
     return [(e, results.get(e.get("id")), approvals.get(e.get("id"))) for e in events if e["type"] == "tool_call"]
 
 
-def _decision(call: dict, result: dict | None, approval: dict | None, by_you: dict[str, dict],
-              waiting: dict | None) -> str:
+def _decision(call: dict, approval: dict | None, by_you: dict[str, dict], waiting: dict | None) -> str:
     """What the tool line says about approval: "" for a call that needed none.
 
-    From the run's approval event; until the loop records it, from the click itself. A
-    call denied because no one could be asked has no approval event: its result says so.
+    From the run's approval event (the loop records one for every call that needed
+    approval, "no one was asked" included); until it arrives, from the click itself.
     """
     mine = by_you.get(call.get("id"))
     if approval is None:
         if waiting is not None and waiting.get("id") == call.get("id"):
             return WAITING
         if mine is None:
-            content = result.get("content") if result and result.get("is_error") else None
-            if isinstance(content, str) and content.startswith(NOT_APPROVED) and "no one was asked" in content:
-                return "denied: no one was asked"
             return ""
         approval = mine
     who = " by you" if mine is not None else ""
@@ -433,7 +428,7 @@ def _turn_html(turn: dict, by_you: dict[str, dict] | None = None, waiting: dict 
         failed = bool(result and result.get("is_error"))
         content = "(no result)" if result is None else result.get("content", "")
         content = content if isinstance(content, str) else _args(content)
-        decision = _decision(call, result, approval, by_you or {}, waiting)
+        decision = _decision(call, approval, by_you or {}, waiting)
         colour = "#a66b00" if decision == WAITING else "#b00" if decision.startswith("denied") else "#080"
         shown = (f' · <span class="miniagent-decision" style="font-weight:bold;color:{colour}">{esc(decision)}</span>'
                  if decision else "")
