@@ -76,7 +76,7 @@ test-bench: $(STAMP)  ## the benchmarks' own tests: every claim `make bench` pri
 test-memory: $(STAMP)  ## the long memory and retrieval suites: concurrent writers, the full retrieval evaluation
 	MINIAGENT_OFFLINE=1 $(PY) -m pytest -n 2 tests -m "memory and not postgres" -p no:cacheprovider
 
-test-clients: $(CLIENTS_STAMP)  ## the official anthropic and openai SDKs, LangChain and pydantic-ai against the mock server (CI runs it)
+test-clients: $(CLIENTS_STAMP)  ## the official anthropic and openai SDKs, LangChain and pydantic-ai against the mock server; the MCP SDK against our MCP client and server (CI runs it)
 	MINIAGENT_OFFLINE=1 $(PY) -m pytest -n 2 tests -m sdk -p no:cacheprovider
 
 test-notebooks: $(STAMP)  ## notebooks only, compared against their saved outputs (nbval, strict)

@@ -25,7 +25,10 @@ consolidated versions live:
     tracing.py        spans for every run, model call and tool call; tree, timeline, cost
     otel.py           those spans to any OpenTelemetry backend (GenAI conventions; optional extra)
     prices.py         a dated price table: what a call cost
-    mcp.py            tools from anywhere: an MCP client over stdio JSON-RPC, its tools as Tools
+    mcp.py            tools from anywhere: an MCP client over stdio JSON-RPC (both eras), its tools as Tools
+    mcp_server.py     any Tools as an MCP server over stdio, written by hand
+    mcp_sdk.py        the built-in tools as an MCP server made with the official SDK (optional extra)
+    mcp_servers/      small MCP servers for notebook 12: your own tools, a poisoned update, broken ones
     mock/             the strict offline mock of the Messages API
     exercises/        the notebooks' exercise checks, a module per notebook (miniagent.exercises.check_01_1, ...)
 

@@ -7,6 +7,12 @@ threads, so responses can come back out of order), and misbehaving servers: cras
 (exits in the middle of a tools/call), hang (never answers tools/call, and ignores the
 end of its stdin), garbage (non-JSON on stdout), flood (a 5 MB line), paged (tools/list
 in two pages), error (a tool answering isError, and a JSON-RPC error for an unknown tool).
+All speak the legacy revision (2025-11-25: the initialize handshake) and answer the
+modern probe `server/discover` with "method not found", as such servers do; except
+oldversion (initialize answers a version no client speaks), future (discover names only
+a version from the future), future-error (error -32022 naming only that version), silent
+(no answer at all before initialize), input (tools/call answers resultType
+"input_required"), env (a tool that lists the names of its environment variables).
 """
 
 from __future__ import annotations
@@ -34,6 +40,9 @@ def spec(t) -> dict:
 
 
 FAIL = {"name": "fail", "description": "A tool that always fails.", "inputSchema": {"type": "object"}}
+ENV = {"name": "show_env", "description": "The names of this server's environment variables.",
+       "inputSchema": {"type": "object"}}
+FUTURE = "2099-01-01"
 TOOLS = {
     "weather": [builtin_tools.get_weather, builtin_tools.get_current_time],
     "math": [builtin_tools.calculate],
@@ -58,7 +67,11 @@ def call(request: dict) -> None:
         sys.stdout.write("x" * 5_000_000 + "\n")
         sys.stdout.flush()
         return
-    if MODE == "error" and name == "fail":
+    if MODE == "input":
+        result = {"resultType": "input_required", "inputRequests": {"github_login": {"method": "elicitation/create"}}}
+    elif MODE == "env" and name == "show_env":
+        result = {"content": [{"type": "text", "text": " ".join(sorted(os.environ))}], "isError": False}
+    elif MODE == "error" and name == "fail":
         result = {"content": [{"type": "text", "text": "the disk is on fire"}], "isError": True}
     elif name not in BY_NAME:
         send({"jsonrpc": "2.0", "id": request["id"], "error": {"code": -32602, "message": f"Unknown tool: {name}"}})
@@ -77,11 +90,20 @@ def handle(request: dict) -> None:
     method, params = request.get("method"), request.get("params") or {}
     if "id" not in request:
         return  # notifications: initialized, cancelled
-    if method == "initialize":
-        result = {"protocolVersion": params.get("protocolVersion"), "capabilities": {"tools": {}},
-                  "serverInfo": {"name": f"test-{MODE}", "version": "1.0"}}
+    if method == "server/discover" and MODE == "silent":
+        return
+    if method == "server/discover" and MODE == "future":
+        result = {"resultType": "complete", "supportedVersions": [FUTURE], "capabilities": {"tools": {}}}
+    elif method == "server/discover" and MODE == "future-error":
+        send({"jsonrpc": "2.0", "id": request["id"], "error": {
+            "code": -32022, "message": "Unsupported protocol version",
+            "data": {"supported": [FUTURE], "requested": params["_meta"]["io.modelcontextprotocol/protocolVersion"]}}})
+        return
+    elif method == "initialize":
+        result = {"protocolVersion": "1999-01-01" if MODE == "oldversion" else params.get("protocolVersion"),
+                  "capabilities": {"tools": {}}, "serverInfo": {"name": f"test-{MODE}", "version": "1.0"}}
     elif method == "tools/list":
-        specs = [spec(t) for t in TOOLS] + ([FAIL] if MODE == "error" else [])
+        specs = [spec(t) for t in TOOLS] + ([FAIL] if MODE == "error" else []) + ([ENV] if MODE == "env" else [])
         if MODE == "paged":
             specs = [spec(builtin_tools.get_weather), spec(builtin_tools.calculate)]
             result = {"tools": specs[:1], "nextCursor": "page-2"} if not params.get("cursor") else {"tools": specs[1:]}

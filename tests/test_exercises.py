@@ -1975,3 +1975,85 @@ def test_10_an_answer_that_never_returns_is_reported_not_waited_for(key, short_t
     started = time.perf_counter()
     not_yet(exercises.CHECKS[key](hangs), "did not return within 0.1 s", "restart the kernel")
     assert time.perf_counter() - started < 5
+
+
+# --- notebook 12: MCP --------------------------------------------------------------------------
+
+MODERN_META = {"io.modelcontextprotocol/protocolVersion": "2026-07-28",
+               "io.modelcontextprotocol/clientCapabilities": {}}
+
+
+def reference_tools_call(request_id, name, arguments):
+    return {"jsonrpc": "2.0", "id": request_id, "method": "tools/call",
+            "params": {"name": name, "arguments": arguments, "_meta": dict(MODERN_META)}}
+
+
+def test_12_1_reference_and_wrong_answers():
+    done(exercises.check_12_1(reference_tools_call))
+    with_info = lambda i, n, a: {**reference_tools_call(i, n, a), "params": {  # noqa: E731 - clientInfo is optional
+        "name": n, "arguments": a, "_meta": {**MODERN_META, "io.modelcontextprotocol/clientInfo": {"name": "x"}}}}
+    done(exercises.check_12_1(with_info))
+    not_yet(exercises.check_12_1(lambda i, n, a: None), "returned None")
+    wrong_kind(exercises.check_12_1(lambda i, n, a: __import__("json").dumps(reference_tools_call(i, n, a))), "text")
+    not_yet(exercises.check_12_1(lambda i, n, a: {**reference_tools_call(i, n, a), "id": 1}), "request_id")
+    legacy = lambda i, n, a: {"jsonrpc": "2.0", "id": i, "method": "tools/call", "params": {"name": n, "arguments": a}}  # noqa: E731
+    not_yet(exercises.check_12_1(legacy), "_meta", "no handshake")
+    anthropic = lambda i, n, a: {"jsonrpc": "2.0", "id": i, "method": "tools/call",  # noqa: E731
+                                 "params": {"name": n, "input": a, "_meta": MODERN_META}}
+    not_yet(exercises.check_12_1(anthropic), '"arguments"')
+    old = lambda i, n, a: {**reference_tools_call(i, n, a), "params": {  # noqa: E731
+        "name": n, "arguments": a, "_meta": {**MODERN_META, "io.modelcontextprotocol/protocolVersion": "2025-11-25"}}}
+    not_yet(exercises.check_12_1(old), "2026-07-28")
+    no_caps = lambda i, n, a: {**reference_tools_call(i, n, a), "params": {  # noqa: E731
+        "name": n, "arguments": a, "_meta": {"io.modelcontextprotocol/protocolVersion": "2026-07-28"}}}
+    not_yet(exercises.check_12_1(no_caps), "clientCapabilities")
+    not_yet(exercises.check_12_1(lambda i, n, a: {**reference_tools_call(i, n, a), "jsonrpc": "2"}), '"2.0"')
+
+
+def reference_choose_version(response):
+    ours_modern, ours_legacy = ["2026-07-28"], ["2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05"]
+    if response is None:
+        return "2025-11-25"
+    if "result" in response:
+        supported = response["result"].get("supportedVersions", [])
+    elif response["error"]["code"] == -32022:
+        supported = response["error"].get("data", {}).get("supported", [])
+    else:
+        return "2025-11-25"
+    for version in ours_modern + ours_legacy:
+        if version in supported:
+            return "2026-07-28" if version in ours_modern else "2025-11-25"
+    return None
+
+
+def test_12_2_reference_and_wrong_answers():
+    done(exercises.check_12_2(reference_choose_version))
+    only_601 = lambda r: (reference_choose_version(r) if r is None or "result" in r  # noqa: E731
+                          or r["error"]["code"] in (-32601, -32022) else None)
+    not_yet(exercises.check_12_2(only_601), "never to key the fallback to one code")
+    always_legacy_on_error = lambda r: "2025-11-25" if r is None or "error" in r else reference_choose_version(r)  # noqa: E731
+    not_yet(exercises.check_12_2(always_legacy_on_error), "no version in its list is one we speak")
+    refuse_on_32022 = lambda r: None if r and r.get("error", {}).get("code") == -32022 else reference_choose_version(r)  # noqa: E731
+    not_yet(exercises.check_12_2(refuse_on_32022), "2025-11-25 is one of ours")
+    wrong_kind(exercises.check_12_2(lambda r: 2026), "version string")
+
+
+def reference_tool_changes(old, new):
+    before, after = {t["name"]: t for t in old}, {t["name"]: t for t in new}
+    return {"added": sorted(after.keys() - before.keys()), "removed": sorted(before.keys() - after.keys()),
+            "changed": sorted(n for n in before.keys() & after.keys() if before[n] != after[n])}
+
+
+def test_12_3_reference_and_wrong_answers():
+    done(exercises.check_12_3(reference_tool_changes))
+    by_position = lambda old, new: {"added": [], "removed": [], "changed": sorted(  # noqa: E731
+        a["name"] for a, b in zip(old, new) if a != b)}
+    not_yet(exercises.check_12_3(by_position), "match tools by name")
+    description_only = lambda old, new: {**reference_tool_changes(old, new), "changed": sorted(  # noqa: E731
+        a["name"] for a in old for b in new if a["name"] == b["name"] and a["description"] != b["description"])}
+    not_yet(exercises.check_12_3(description_only), "the description and the inputSchema")
+    as_text = lambda old, new: {**reference_tool_changes(old, new), "changed": sorted(  # noqa: E731
+        a["name"] for a in old for b in new if a["name"] == b["name"] and str(a) != str(b))}
+    not_yet(exercises.check_12_3(as_text), "whatever their order")
+    not_yet(exercises.check_12_3(lambda old, new: {"added": []}), "return all three keys")
+    wrong_kind(exercises.check_12_3(lambda old, new: []), "return a dict")

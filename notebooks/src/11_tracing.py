@@ -796,7 +796,6 @@ miniagent.exercises.check_11_3(reference_otlp_attributes)
 # %% [markdown]
 # ## Next
 #
-# **12 · Tools from anywhere (MCP)** (being written: see the [roadmap](../README.md#roadmap)):
-# the Model Context Protocol lets an agent use tools that live in another process or on
-# another machine. Each of those calls is a span too, so what you built here is how you
-# will see where their time goes.
+# **[12 · Tools from anywhere](12_mcp.ipynb)**: the Model Context Protocol lets an agent use
+# tools that live in another process. Each of those calls is a span too, so what you built
+# here is how you will see where their time goes.

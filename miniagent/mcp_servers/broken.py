@@ -1,0 +1,31 @@
+"""A server that answers the handshake and the tool list, then breaks on tools/call.
+
+    python -m miniagent.mcp_servers.broken crash     exits in the middle of the call
+    python -m miniagent.mcp_servers.broken hang      never answers (and ignores the end of its stdin)
+    python -m miniagent.mcp_servers.broken garbage   writes a line that is not JSON-RPC
+"""
+
+import os
+import sys
+import time
+
+from miniagent.builtin_tools import calculate
+from miniagent.mcp_server import Server, run
+
+MODE = sys.argv[1] if len(sys.argv) > 1 else "crash"
+
+
+class Broken(Server):
+    def _call(self, params: dict) -> dict:
+        if MODE == "crash":
+            print("about to crash: out of memory (pretend)", file=sys.stderr, flush=True)
+            os._exit(3)
+        if MODE == "garbage":
+            os.write(1, b"Traceback (most recent call last): oops\n")  # straight to stdout, past the protocol
+            return super()._call(params)
+        while True:  # hang: no answer, ever; closing stdin does not stop it either
+            time.sleep(60)
+
+
+if __name__ == "__main__":
+    run(Broken([calculate], info={"name": f"broken-{MODE}", "version": "1.0"}))
