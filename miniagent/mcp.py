@@ -134,8 +134,12 @@ class MCPClient:
         self._write_lock = threading.Lock()  # one message at a time on stdin
         self._broken: str | None = None  # why the session is over, once it is
         self._stderr: collections.deque[str] = collections.deque(maxlen=STDERR_LINES)
-        self.proc = subprocess.Popen(self.command, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                     stderr=subprocess.PIPE, env={**default_env(), **(env or {})})
+        try:
+            self.proc = subprocess.Popen(self.command, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                         stderr=subprocess.PIPE, env={**default_env(), **(env or {})})
+        except (OSError, ValueError) as exc:  # no such program, not executable, a NUL in an argument
+            raise MCPError(f"cannot start the MCP server {_clean(self.command[:1], 200)}: "
+                           f"{getattr(exc, 'strerror', None) or exc}") from None
         self._stderr_reader = threading.Thread(target=self._read_stderr, daemon=True, name="mcp-stderr")
         self._stderr_reader.start()
         self._reader = threading.Thread(target=self._read_stdout, daemon=True, name="mcp-reader")
@@ -215,7 +219,10 @@ class MCPClient:
         cursor = None
         for _ in range(1000):  # a server that always answers with a cursor must not loop forever
             result = self.request("tools/list", {"cursor": cursor} if cursor else {})
-            tools.extend(result.get("tools", []))
+            page = result.get("tools", [])
+            if not isinstance(page, list) or len(tools) + len(page) > 10_000:
+                raise MCPError("tools/list: the MCP server's tools are not a list of at most 10,000 tools")
+            tools.extend(page)
             cursor = result.get("nextCursor")
             if not cursor:
                 return tools
@@ -297,7 +304,7 @@ class MCPClient:
                 message = json.loads(line)
                 if not isinstance(message, dict):
                     raise ValueError("not a JSON object")
-            except ValueError:
+            except (ValueError, RecursionError):  # RecursionError: nested deeper than Python's parser goes
                 return self._broke(f"protocol error: the MCP server wrote something that is not a JSON-RPC "
                                   f"message to stdout: {line[:200]!r}")
             if self.wire is not None:
@@ -321,8 +328,11 @@ class MCPClient:
                 except MCPError:
                     pass
             return  # a notification (log message, progress, list changed): the wire log shows it
+        request_id = message.get("id")
+        if not isinstance(request_id, (int, str)) or isinstance(request_id, bool):
+            return  # not an id we could have sent (a list, a float, null): nobody waits for it
         with self._lock:
-            slot = self._pending.pop(message.get("id"), None)
+            slot = self._pending.pop(request_id, None)
         if slot is not None:  # a response nobody waits for any more (timed out) is dropped
             slot["response"] = message
             slot["done"].set()
@@ -459,7 +469,10 @@ def tools(client: MCPClient, *, allow: Iterable[str] | None = None, pins: dict[s
     first and the server hears `notifications/cancelled`.
     """
     listed = client.list_tools()
-    offered = {spec.get("name") for spec in listed if isinstance(spec, dict)}
+    names = [spec.get("name") for spec in listed if isinstance(spec, dict)]
+    offered = set(names)
+    if len(offered) < len(names):
+        raise MCPError(f"the MCP server lists a tool name twice: {sorted({str(n) for n in names if names.count(n) > 1})}")
     wanted = set(allow) if allow is not None else None
     if wanted is not None and wanted - offered:
         raise MCPError(f"allowed tools the MCP server does not offer: {sorted(wanted - offered)}; "

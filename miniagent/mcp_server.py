@@ -161,8 +161,8 @@ def serve(server: Server, stdin: IO[bytes], stdout: IO[bytes], max_workers: int 
                 continue
             try:
                 message = json.loads(line)
-            except ValueError:
-                send(_error(None, PARSE_ERROR, "Parse error: not JSON"))
+            except (ValueError, RecursionError):  # RecursionError: nested deeper than Python's parser goes
+                send(_error(None, PARSE_ERROR, "Parse error: not JSON (or nested too deeply)"))
                 continue
             if isinstance(message, dict) and message.get("method") == "notifications/cancelled":
                 params = message.get("params") if isinstance(message.get("params"), dict) else {}

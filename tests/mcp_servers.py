@@ -12,7 +12,9 @@ modern probe `server/discover` with "method not found", as such servers do; exce
 oldversion (initialize answers a version no client speaks), future (discover names only
 a version from the future), future-error (error -32022 naming only that version), silent
 (no answer at all before initialize), input (tools/call answers resultType
-"input_required"), env (a tool that lists the names of its environment variables).
+"input_required"), env (a tool that lists the names of its environment variables), deep (a
+response nested 100,000 deep), odd-ids (responses with ids we never sent, before the real
+one), twice (a tool name listed twice), not-a-list (tools/list gives a string).
 """
 
 from __future__ import annotations
@@ -67,6 +69,13 @@ def call(request: dict) -> None:
         sys.stdout.write("x" * 5_000_000 + "\n")
         sys.stdout.flush()
         return
+    if MODE == "deep":
+        sys.stdout.write('{"jsonrpc": "2.0", "id": %d, "result": ' % request["id"] + "[" * 100_000 + "]" * 100_000 + "}\n")
+        sys.stdout.flush()
+        return
+    if MODE == "odd-ids":
+        for odd in ([request["id"]], {"id": 1}, 1.5, None, True):
+            send({"jsonrpc": "2.0", "id": odd, "result": {"content": [], "isError": True}})
     if MODE == "input":
         result = {"resultType": "input_required", "inputRequests": {"github_login": {"method": "elicitation/create"}}}
     elif MODE == "env" and name == "show_env":
@@ -104,6 +113,7 @@ def handle(request: dict) -> None:
                   "capabilities": {"tools": {}}, "serverInfo": {"name": f"test-{MODE}", "version": "1.0"}}
     elif method == "tools/list":
         specs = [spec(t) for t in TOOLS] + ([FAIL] if MODE == "error" else []) + ([ENV] if MODE == "env" else [])
+        specs = specs * 2 if MODE == "twice" else "calculate" if MODE == "not-a-list" else specs
         if MODE == "paged":
             specs = [spec(builtin_tools.get_weather), spec(builtin_tools.calculate)]
             result = {"tools": specs[:1], "nextCursor": "page-2"} if not params.get("cursor") else {"tools": specs[1:]}

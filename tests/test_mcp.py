@@ -267,3 +267,23 @@ def test_descriptions_lose_invisible_characters_and_length():
     assert clean_description(text) == "Adds two numbers.[8m\nSecond line.\t"
     assert clean_description("x" * 5000).endswith(" [description cut]") and len(clean_description("x" * 5000)) < 2100
     assert clean_description(None) == ""
+
+
+def test_hostile_answers_end_in_errors_and_never_kill_the_reader():
+    with server("odd-ids") as client:  # ids we never sent are ignored; the real answer still arrives
+        assert client.call_tool("calculate", {"expression": "6*7"})["content"][0]["text"] == "42"
+    with server("deep", timeout=2) as client:
+        with pytest.raises(MCPError, match="not a JSON-RPC message"):
+            client.call_tool("calculate", {"expression": "1"})
+    assert gone(client)
+    with server("twice") as client, pytest.raises(MCPError, match=r"lists a tool name twice: \['calculate'\]"):
+        tools(client)
+    with server("not-a-list") as client, pytest.raises(MCPError, match="not a list"):
+        client.list_tools()
+
+
+def test_a_server_that_cannot_start_is_a_clear_error():
+    with pytest.raises(MCPError, match=r"cannot start the MCP server \['no-such-mcp-server'\]: No such file"):
+        MCPClient.start(["no-such-mcp-server", "--stdio"])
+    with pytest.raises(MCPError, match="cannot start the MCP server"):
+        MCPClient.start([sys.executable, "nul\x00in an argument"])

@@ -137,3 +137,13 @@ def test_a_printing_tool_and_a_cancelled_call_over_a_real_pipe(tmp_path):
     assert sorted(a["id"] for a in answers) == [1, 3]  # the cancelled call is never answered
     assert {a["id"]: a["result"]["content"][0]["text"] for a in answers} == {1: "HI", 3: "released"}
     assert "debug output" in proc.stderr and proc.returncode == 0
+
+
+def test_json_nested_too_deeply_is_a_parse_error_not_a_dead_server():
+    deep = b"[" * 100_000 + b"]" * 100_000 + b"\n"
+    ok = b'{"jsonrpc": "2.0", "id": 2, "method": "tools/list", "params": ' + json.dumps(META).encode() + b"}\n"
+    out = io.BytesIO()
+    serve(Server([builtin_tools.calculate]), io.BytesIO(deep + ok), out)
+    first, second = (json.loads(line) for line in out.getvalue().splitlines())
+    assert first["error"]["code"] == -32700 and "nested too deeply" in first["error"]["message"]
+    assert second["id"] == 2 and second["result"]["tools"][0]["name"] == "calculate"

@@ -402,8 +402,9 @@ print(result.text)
 # the conversation (and in the answer): one more tool call, say a "note" argument of
 # `convert_units`, would send it to the server's author. Nobody called `convert_units`; its
 # description only had to be *listed*. (The offline mock is written to fall for such
-# instructions every time, so you can watch it; real models have done the same in
-# published tests, not every time, which is worse: you cannot test it away.)
+# instructions every time, so you can watch it. Real models have followed them in
+# published tests, though not every time, which is worse: a test run that looks clean
+# proves nothing. Live, this cell may show no `read_file` at all.)
 #
 # **3. The host decides, not the server.** Four defences, each a parameter of `mcp.tools`
 # or of the agent:
@@ -423,7 +424,8 @@ with MCPClient.start([*UNITS, "--version", "1.1"]) as units:
 #   (`mcp.tools(client, allow=["get_weather"])`); a tool never listed cannot poison anything.
 # - **Approval** for tools that can do harm (notebook 10): a person, or a policy, says yes
 #   to each call. With `approve=True`, `mcp.tools` marks every tool of that server so. Here
-#   the local `read_file` gets a policy that allows files of the project only:
+#   the local `read_file` gets a policy that allows files of the project only; the trace
+#   records each decision:
 
 # %%
 guarded_read = miniagent.Tool("read_file", read_file.description, read_file.input_schema, read_file.fn,
