@@ -2057,3 +2057,71 @@ def test_12_3_reference_and_wrong_answers():
     not_yet(exercises.check_12_3(as_text), "whatever their order")
     not_yet(exercises.check_12_3(lambda old, new: {"added": []}), "return all three keys")
     wrong_kind(exercises.check_12_3(lambda old, new: []), "return a dict")
+
+
+# --- notebook 13: the production checklist -----------------------------------------------------
+
+
+def reference_regressions(before, after):
+    return {"broken": sorted(t for t in before if t in after and before[t] and not after[t]),
+            "fixed": sorted(t for t in before if t in after and not before[t] and after[t]),
+            "missing": sorted(t for t in before if t not in after)}
+
+
+def test_13_1_reference_and_wrong_answers():
+    done(exercises.check_13_1(reference_regressions))
+    unsorted = lambda b, a: {k: list(reversed(v)) for k, v in reference_regressions(b, a).items()}  # noqa: E731
+    not_yet(exercises.check_13_1(unsorted), "sort each list")
+    swapped = lambda b, a: {**reference_regressions(b, a), "broken": reference_regressions(b, a)["fixed"],  # noqa: E731
+                            "fixed": reference_regressions(b, a)["broken"]}
+    not_yet(exercises.check_13_1(swapped), "swapped")
+    missing_as_broken = lambda b, a: {"broken": sorted(t for t in b if b[t] and not a.get(t, False)),  # noqa: E731
+                                      "fixed": reference_regressions(b, a)["fixed"], "missing": []}
+    not_yet(exercises.check_13_1(missing_as_broken), "missing")
+    not_yet(exercises.check_13_1(lambda b, a: {"broken": []}), "return all three keys")
+    wrong_kind(exercises.check_13_1(lambda b, a: []), "return a dict")
+
+
+def reference_cache_cost(usage, prices):
+    n = {k: usage.get(k) or 0 for k in ("input_tokens", "cache_creation_input_tokens",
+                                        "cache_read_input_tokens", "output_tokens")}
+    return (n["input_tokens"] * prices["input"] + n["cache_creation_input_tokens"] * prices["input"] * 1.25
+            + n["cache_read_input_tokens"] * prices["input"] * 0.1 + n["output_tokens"] * prices["output"]) / 1e6
+
+
+def test_13_2_reference_and_wrong_answers():
+    done(exercises.check_13_2(reference_cache_cost))
+    not_yet(exercises.check_13_2(lambda u, p: reference_cache_cost(u, p) * 1e6), "per million tokens")
+
+    def no_write_premium(u, p):
+        return reference_cache_cost(u, p) - (u.get("cache_creation_input_tokens") or 0) * p["input"] * 0.25 / 1e6
+    not_yet(exercises.check_13_2(no_write_premium), "1.25 times")
+
+    def free_reads(u, p):
+        return reference_cache_cost(u, p) - (u.get("cache_read_input_tokens") or 0) * p["input"] * 0.1 / 1e6
+    not_yet(exercises.check_13_2(free_reads), "cheap, not free")
+
+    def subtracts(u, p):
+        cached = (u.get("cache_creation_input_tokens") or 0) + (u.get("cache_read_input_tokens") or 0)
+        return reference_cache_cost(u, p) - cached * p["input"] / 1e6
+    not_yet(exercises.check_13_2(subtracts), "don't subtract")
+    not_yet(exercises.check_13_2(lambda u, p: reference_cache_cost({k: v for k, v in u.items() if v is not None}, p)
+                                 if all(v is not None for v in u.values()) else u["cache_creation_input_tokens"] + 1),
+            "cache_cost raised TypeError")  # None + 1: the crash is reported, not raised
+    wrong_kind(exercises.check_13_2(lambda u, p: "$0.01"), "number of dollars")
+
+
+def reference_as_data_text(text):
+    import html
+    return "<untrusted_data>\n" + html.escape(text, quote=False) + "\n</untrusted_data>"
+
+
+def test_13_3_reference_and_wrong_answers():
+    done(exercises.check_13_3(reference_as_data_text))
+    not_yet(exercises.check_13_3(lambda t: f"<untrusted_data>{t}</untrusted_data>"), "closes the tag")
+    only_exact = lambda t: "<untrusted_data>" + t.replace("</untrusted_data>", "") + "</untrusted_data>"  # noqa: E731
+    not_yet(exercises.check_13_3(only_exact), "closes the tag")
+    no_amp = lambda t: "<untrusted_data>" + t.replace("<", "&lt;").replace(">", "&gt;") + "</untrusted_data>"  # noqa: E731
+    not_yet(exercises.check_13_3(no_amp), "escape '&' too")
+    not_yet(exercises.check_13_3(lambda t: t), "should start with <untrusted_data>")
+    wrong_kind(exercises.check_13_3(lambda t: t.encode()), "return a str")

@@ -305,21 +305,27 @@ def injected_calls(tools: list[dict]) -> list[dict]:
     """Calls that a tool's description orders, made first: the mock falls for tool poisoning.
 
     Notebook 12 shows an MCP server whose description of one tool tells the model to call
-    another with given arguments. Models have followed such text in published tests; this
-    brain follows it every time, so the attack and the defences against it (an allow-list,
-    approval, pinned definitions) can be shown offline. Only a call of an offered tool with
-    a JSON object for arguments counts; a description without one changes nothing.
+    another with given arguments; notebook 13 shows the same order arriving in a tool's
+    result (prompt injection: `after_tools` obeys those too). Models have followed such
+    text in published tests; this brain follows it every time, so the attacks and the
+    defences against them (an allow-list, approval, pinned definitions, fewer tools) can be
+    shown offline. Only a call of an offered tool with a JSON object for arguments counts;
+    text without one changes nothing.
     """
+    return _orders(" ".join(str(t.get("description", "")) for t in tools), tools)
+
+
+def _orders(text: str, tools: list[dict]) -> list[dict]:
+    """The calls `text` orders ("call `name` with {json}") of tools that are offered."""
     names = {t.get("name") for t in tools}
     calls = []
-    for t in tools:
-        for name, args in INJECTED.findall(str(t.get("description", ""))):
-            try:
-                inp = json.loads(args)
-            except ValueError:
-                continue
-            if name in names and isinstance(inp, dict):
-                calls.append(_tool_use(name, inp))
+    for name, args in INJECTED.findall(text):
+        try:
+            inp = json.loads(args)
+        except ValueError:
+            continue
+        if name in names and isinstance(inp, dict):
+            calls.append(_tool_use(name, inp))
     return calls
 
 
@@ -593,6 +599,9 @@ def after_tools(question: str, pairs: list[Pair], body: dict, lang: str) -> list
     calls, notes = retries(question, work, tools, lang) if work and mode != "none" and not checked else ([], [])
     made = [p.call for p in work] + calls
     calls += [] if checked else [c for c in planned if not any(_same(c, m) for m in made)]
+    if mode == "auto" and not checked:  # orders found in what the tools returned: prompt injection
+        ordered = _orders(" ".join(p.result for p in work), tools)
+        calls = [c for c in ordered if not any(_same(c, m) for m in made + calls)] + calls
     if mode == "tool":
         calls = [c for c in calls if c["name"] == choice.get("name")]
     if not calls and mode in ("any", "tool"):
