@@ -119,7 +119,7 @@ def check_06_3(time_to_first_text: Any) -> None:
     question = [{"role": "user", "content": "What is your name, and what can you do?"}]
     for first in (0.15, 0.45):
         client = _mock_client()
-        client.mock.pace(first=first, rate=60)
+        client.mock.pace(first=first, rate=100)
         got = _run(time_to_first_text, client, copy.deepcopy(question), name="time_to_first_text",
                    case=f"on a mock whose first token comes after {first} s")
         if got is None:
@@ -128,7 +128,7 @@ def check_06_3(time_to_first_text: Any) -> None:
             wrong_kind(f"time_to_first_text returned {_kind(got)}; return the seconds, a number such as 0.2")
         if not any(e.request["body"].get("stream") for e in client.exchanges):
             not_yet("it made no streamed request: use client.stream(messages); a plain call gives nothing until the end")
-        whole = first + 30 / 60  # the mock's answer is about 30 tokens, at 60 a second after the first
+        whole = first + 30 / 100  # the mock's answer is about 30 tokens, at 100 a second after the first
         if got < first - 0.05:
             not_yet(f"it said {got:.2f} s, before any text could arrive (the first token came after {first} s): "
                     "stop the clock at the first text_delta, not at message_start")

@@ -213,7 +213,7 @@ with ExitStack() as servers:
 
 print(result.text, "\n")
 for name, client in [("weather", weather), ("math", math)]:
-    calls = [m["params"]["name"] for d, m in client.wire if m.get("method") == "tools/call"]
+    calls = sorted(m["params"]["name"] for d, m in client.wire if m.get("method") == "tools/call")
     print(f"{name} server answered: {calls}; its process has exited: {client.proc.poll() is not None}")
 
 # %% [markdown]
