@@ -584,6 +584,6 @@ miniagent.exercises.check_12_3(reference_tool_changes)
 # %% [markdown]
 # ## Next
 #
-# **13 · The production checklist** (being written: see the [roadmap](../README.md#roadmap)):
-# everything so far, gathered into what must hold before real users arrive: budgets,
-# timeouts, retries, approval, tracing, secrets, and the tests that prove each one.
+# **[13 · The production checklist](13_production.ipynb)**: everything so far gathered into
+# what must hold before real users arrive, each of the article's lessons measured, and the
+# newer ones: evaluation on a task suite, prompt caching, and prompt injection.

@@ -265,6 +265,27 @@ SESSION = ["What's the weather in Paris?", "And in Tokyo?", "What is 17 * 23?", 
            "What about the weather in London?", "Compute 2 ** 10"]
 
 
+def explicit_breakpoints():
+    """One request with cache_control on the last tool and on the system prompt, the API's own way."""
+    tools = [t.schema() for t in default_tools()]
+    tools[-1] = {**tools[-1], "cache_control": {"type": "ephemeral"}}  # closes the prefix: all the tools
+    system = [{"type": "text", "text": SYSTEM, "cache_control": {"type": "ephemeral"}}]  # tools + system
+    return llm.create([user("What is 17 * 23?")], system=system, tools=tools)["usage"]
+
+
+for attempt in ("first request", "same prefix again"):
+    usage = explicit_breakpoints()
+    print(f"{attempt:18} " + ", ".join(f"{k} {usage.get(k, 0):,}" for k in
+                                         ("input_tokens", "cache_creation_input_tokens", "cache_read_input_tokens")))
+
+# %% [markdown]
+# The API reads a request as tools, then system, then messages; a block with
+# `cache_control` closes the prefix up to it. The first request wrote tools and system to
+# the cache; the second read them and paid full price only for the question. Over a
+# session, the easier way is one top-level `cache_control`, which puts the breakpoint on
+# the last block of each request, so each call also reuses the history of the one before:
+
+# %%
 def session_cost(create):
     tracer = Tracer()
     agent = Agent(llm, default_tools(), system=SYSTEM, tracer=tracer, create=create)
@@ -283,9 +304,10 @@ for name, create in [("no caching", None), ("cache_control", {"cache_control": {
           f"{read:,} read from it  ${dollars:.4f}")
 
 # %% [markdown]
-# One line, `create={"cache_control": {"type": "ephemeral"}}`, puts a breakpoint at the end
-# of each request, so each call reads everything the previous one wrote and writes only
-# what is new. The input tokens are the same; most of them now cost a tenth. The mock
+# One line, `create={"cache_control": {"type": "ephemeral"}}`, and each call reads everything
+# the previous one wrote and writes only what is new. The input tokens are the same; most of
+# them now cost a tenth. (Even the first call read the tools and the system prompt: the
+# cell before cached them, and a cache entry lives five minutes from its last use.) The mock
 # follows the API's documented rules (minimum length, lifetime, at most four breakpoints);
 # live, the `usage` of each response shows the same three numbers.
 #
