@@ -14,7 +14,7 @@ export MPLBACKEND ?= Agg
 unexport PYTHONDONTWRITEBYTECODE
 
 .DEFAULT_GOAL := help
-.PHONY: help setup lab test test-unit test-props test-bench test-memory test-clients test-notebooks test-ui test-postgres test-live notebooks serve demo bench lint clean
+.PHONY: help setup lab test test-unit test-props test-bench test-memory test-clients test-notebooks test-ui test-postgres test-live notebooks serve demo eval bench lint clean
 
 help:  ## list the targets
 	@echo "miniagent: build an LLM agent from scratch (offline by default)"
@@ -150,6 +150,9 @@ serve: $(STAMP)  ## the agent as a web service with a chat page at http://127.0.
 
 demo: $(STAMP)  ## the article's demo question, in the terminal
 	$(PY) -m miniagent --verbose "现在几点了？顺便帮我算一下 (1024 + 768) * 2，再告诉我北京和上海的天气。"
+
+eval: $(STAMP)  ## grade two agent configurations (precise vs vague tool descriptions) on a 36-task suite: pass rate, tokens, cost, and a chart in evals.png (offline unless ANTHROPIC_API_KEY is set)
+	$(PY) -m miniagent.evals --plot evals.png
 
 bench: $(STAMP)  ## measure the claims (context policies, parallel tools, mock server, streaming, async, retrieval, several agents, tracing) and say which hold
 	MINIAGENT_OFFLINE=1 $(PY) benchmarks/run_all.py

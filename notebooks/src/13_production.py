@@ -246,7 +246,53 @@ measured("the eval warning", f"{len(refused)}/{len(ATTACKS) - 1} attacks refused
 # %% [markdown]
 # ## 8. Evaluate: a task suite, two configurations
 #
-# EVAL_PLACEHOLDER
+# Section 1 compared two sets of descriptions on ten questions. Before you ship a change
+# of prompt, tools or model, do that properly: a suite of tasks, each with checks that can
+# fail, run against each configuration, with pass rate, tokens and cost side by side.
+# `miniagent/evals.py` is such a harness, with 36 tasks in English and Chinese. A task
+# says which calls must be made, which facts the answer must hold, and its budget:
+
+# %%
+from miniagent import evals
+
+tasks = evals.load_tasks()
+print(len(tasks), "tasks, for example:")
+print(json.dumps(next(t for t in tasks if t["id"] == "umbrella-london"), ensure_ascii=False))
+
+# %% [markdown]
+# The two configurations differ in one thing, the descriptions of the same three tools:
+# `precise` says what each covers and which everyday questions it answers; `vague` is what
+# a first draft often says:
+
+# %%
+for name in ("precise", "vague"):
+    print(f"{name:8} get_weather: {getattr(evals, name.upper())['get_weather'][:110]}")
+
+# %%
+reports = [evals.run(evals.CONFIGS[name], tasks, llm) for name in ("precise", "vague")]
+for report in reports:
+    t = report.totals()
+    print(f"{report.config:8} passed {t['passed']}/{t['tasks']}  tokens {t['input_tokens'] + t['output_tokens']:>6,}"
+          f"  cost ${t['cost']:.4f}  model calls {t['model_calls']}")
+precise_rows, vague_rows = ({r.id: r for r in report.rows} for report in reports)
+print("\ndifferent verdicts:")
+for task_id, row in precise_rows.items():
+    if row.passed != vague_rows[task_id].passed:
+        failed = row if not row.passed else vague_rows[task_id]
+        print(f"  {task_id:22} precise {'pass' if row.passed else 'FAIL'}, vague "
+              f"{'pass' if vague_rows[task_id].passed else 'FAIL'}: {'; '.join(failed.reasons)[:70]}")
+
+# %%
+evals.plot(reports);
+
+# %% [markdown]
+# Precise descriptions pass the indirect questions ("Should I take an umbrella?") that
+# vague ones miss, and they cost tokens on every request, which is why the two tasks with a
+# tight token budget fail with them. An eval shows both sides of a trade, not just the
+# side you hoped for. Against the mock the numbers are the mock's; with a key,
+# `make eval` runs the same suite against the real model (the shipped descriptions were
+# written with the mock in view, so expect a smaller gap live). Run it before every change
+# of prompt, tools or model, and read the tasks whose verdict changed, as exercise 1 asks.
 
 # %% [markdown]
 # ## 9. Prompt caching: pay once for the part that never changes
