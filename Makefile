@@ -14,7 +14,7 @@ export MPLBACKEND ?= Agg
 unexport PYTHONDONTWRITEBYTECODE
 
 .DEFAULT_GOAL := help
-.PHONY: help setup lab test test-unit test-props test-bench test-memory test-clients test-notebooks test-ui test-postgres test-live notebooks serve demo eval bench lint clean
+.PHONY: help setup lab test test-unit test-props test-bench test-memory test-clients test-notebooks test-ui test-postgres test-live notebooks serve demo eval soak bench lint clean
 
 help:  ## list the targets
 	@echo "miniagent: build an LLM agent from scratch (offline by default)"
@@ -153,6 +153,9 @@ demo: $(STAMP)  ## the article's demo question, in the terminal
 
 eval: $(STAMP)  ## grade two agent configurations (precise vs vague tool descriptions) on a 36-task suite: pass rate, tokens, cost, and a chart in evals.png (offline unless ANTHROPIC_API_KEY is set)
 	$(PY) -m miniagent.evals --plot evals.png
+
+soak: $(STAMP)  ## reliability soak: 1,000 agent runs against one loopback mock with random faults (429, 529, 500, slow, dropped, broken streams) on up to two calls in a row; every run must give the clean answer, send only valid requests and leak no key (about 40 s; make test-bench runs a short one)
+	MINIAGENT_OFFLINE=1 $(PY) benchmarks/soak.py
 
 bench: $(STAMP)  ## measure the claims (context policies, parallel tools, mock server, streaming, async, retrieval, several agents, tracing) and say which hold
 	MINIAGENT_OFFLINE=1 $(PY) benchmarks/run_all.py

@@ -318,6 +318,7 @@ def connect(*, offline: bool | None = None, model: str | None = None, quiet: boo
       at `python -m miniagent.mock` runs the live code path against the mock over HTTP);
     - else: the mock, with a note saying how to go live.
     `MINIAGENT_MODEL` picks the model. Prints one line saying which it picked.
+    `api_key=...` and `base_url=...` given here take the place of the environment's.
 
     `provider="deepseek"` (or `MINIAGENT_PROVIDER=deepseek`) picks another provider from
     `providers.PRESETS`: its key variable (DEEPSEEK_API_KEY) replaces ANTHROPIC_API_KEY

@@ -603,7 +603,8 @@ def from_environment(client_class: Callable[..., Any], mock_transport: Callable[
     preset = providers.preset(name)
     env_offline = os.environ.get("MINIAGENT_OFFLINE", "").lower() in ("1", "true", "yes")
     key_env, needs_key = preset.key_env or "", not preset.key_optional
-    key = os.environ.get(key_env, "").strip() if key_env else ""
+    given = kwargs.pop("api_key", None)  # a key passed in code wins over the environment's
+    key = str(given).strip() if given is not None else os.environ.get(key_env, "").strip() if key_env else ""
     model = model or os.environ.get("MINIAGENT_MODEL") or preset.model or DEFAULT_MODEL
     base_url = kwargs.pop("base_url", None)
     settings = {"format": preset.wire_format(), "provider": name, "key_env": key_env or f"the {name} server's key", **kwargs}
@@ -627,7 +628,7 @@ def from_environment(client_class: Callable[..., Any], mock_transport: Callable[
                                  type="missing_api_key",
                                  hint=f"Set {key_env} (export {key_env}=... before `make lab`, or "
                                       f"os.environ['{key_env}'] = ... in a cell), or work offline with MINIAGENT_OFFLINE=1.")
-    key = checked_key(key, key_env) if key else NO_KEY
+    key = checked_key(key, key_env if given is None else "the api_key passed to connect()") if key else NO_KEY
     base_url = base_url or (os.environ.get(preset.base_env) if preset.base_env else None) or preset.base_url
     client = client_class(api_key=key, base_url=base_url, model=model, mode="live", **settings)
     if not quiet:

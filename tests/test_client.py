@@ -208,6 +208,21 @@ def test_connect_live_reads_the_environment(monkeypatch, capsys):
 
 
 @both
+def test_a_key_given_in_code_wins_over_the_environment_and_goes_live(monkeypatch):
+    monkeypatch.delenv("MINIAGENT_OFFLINE", raising=False)
+    for env_key in (None, "sk-ant-from-the-environment"):  # with and without one in the environment
+        if env_key is None:
+            monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
+        else:
+            monkeypatch.setenv("ANTHROPIC_API_KEY", env_key)
+        c = connect(api_key=CANARY, base_url="http://127.0.0.1:9", quiet=True)
+        assert (c.mode, c.base_url, c._api_key) == ("live", "http://127.0.0.1:9", CANARY)
+    with pytest.raises(Exception, match="the api_key passed to connect.. has a space inside") as info:  # refused as from the environment
+        connect(api_key="sk-ant-12 secret34", quiet=True)
+    assert "secret34" not in str(info.value) and "sk-ant-12" not in str(info.value)
+
+
+@both
 def test_live_without_a_key_explains(monkeypatch):
     monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
     with pytest.raises(MissingAPIKeyError) as info:
