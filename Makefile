@@ -14,7 +14,7 @@ export MPLBACKEND ?= Agg
 unexport PYTHONDONTWRITEBYTECODE
 
 .DEFAULT_GOAL := help
-.PHONY: help setup lab test test-unit test-props test-bench test-memory test-clients test-notebooks test-ui test-postgres test-live notebooks serve demo eval soak bench lint clean
+.PHONY: help setup lab test test-unit test-props test-bench test-memory test-clients test-notebooks test-ui test-postgres test-live notebooks serve demo eval soak classroom bench lint clean
 
 help:  ## list the targets
 	@echo "miniagent: build an LLM agent from scratch (offline by default)"
@@ -157,7 +157,10 @@ eval: $(STAMP)  ## grade two agent configurations (precise vs vague tool descrip
 soak: $(STAMP)  ## reliability soak: 1,000 agent runs against one loopback mock with random faults (429, 529, 500, slow, dropped, broken streams) on up to two calls in a row; every run must give the clean answer, send only valid requests and leak no key (about 40 s; make test-bench runs a short one)
 	MINIAGENT_OFFLINE=1 $(PY) benchmarks/soak.py
 
-bench: $(STAMP)  ## measure the claims (context policies, parallel tools, mock server, streaming, async, retrieval, several agents, tracing) and say which hold
+classroom: $(STAMP)  ## one loopback mock server and 100 simulated learners running the demo agent at once: calls per second, latency percentiles, errors, server CPU
+	$(PY) benchmarks/classroom.py
+
+bench: $(STAMP)  ## measure the claims (context policies, parallel tools, mock server, streaming, async, retrieval, several agents, tracing, the client against httpx and the SDK) and say which hold
 	MINIAGENT_OFFLINE=1 $(PY) benchmarks/run_all.py
 
 lint: $(STAMP)  ## check saved notebooks (execution order, no errors, no widget state, no secrets)
