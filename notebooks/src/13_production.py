@@ -283,7 +283,8 @@ for task_id, row in precise_rows.items():
               f"{'pass' if vague_rows[task_id].passed else 'FAIL'}: {'; '.join(failed.reasons)[:70]}")
 
 # %%
-evals.plot(reports);
+evals.plot(reports)
+plt.show()
 
 # %% [markdown]
 # Precise descriptions pass the indirect questions ("Should I take an umbrella?") that
