@@ -14,7 +14,7 @@ export MPLBACKEND ?= Agg
 unexport PYTHONDONTWRITEBYTECODE
 
 .DEFAULT_GOAL := help
-.PHONY: help setup lab test test-unit test-props test-bench test-memory test-clients test-notebooks test-ui test-postgres test-live notebooks serve demo eval soak classroom bench lint clean
+.PHONY: help setup lab test test-binder test-unit test-props test-bench test-memory test-clients test-notebooks test-ui test-postgres test-live notebooks serve demo eval soak classroom bench lint clean
 
 help:  ## list the targets
 	@echo "miniagent: build an LLM agent from scratch (offline by default)"
@@ -158,6 +158,14 @@ eval: $(STAMP)  ## grade two agent configurations (precise vs vague tool descrip
 
 soak: $(STAMP)  ## reliability soak: 1,000 agent runs against one loopback mock with random faults (429, 529, 500, slow, dropped, broken streams) on up to two calls in a row; every run must give the clean answer, send only valid requests and leak no key (about 40 s; make test-bench runs a short one)
 	MINIAGENT_OFFLINE=1 $(PY) benchmarks/soak.py
+
+# repo2docker in a venv of its own (its dependencies are not the course's), pinned; its dry run needs no Docker.
+R2D := .venv-r2d/bin/repo2docker
+$(R2D):
+	$(PYTHON) -m venv .venv-r2d && .venv-r2d/bin/pip install -q jupyter-repo2docker==2026.4.0
+
+test-binder: $(STAMP) $(R2D)  ## the binder/ files as repo2docker reads them: its rules, and the Dockerfile its dry run prints (CI runs it)
+	MINIAGENT_REPO2DOCKER=$(CURDIR)/$(R2D) $(PY) -m pytest tests/test_binder.py -p no:cacheprovider
 
 classroom: $(STAMP)  ## one loopback mock server and 100 simulated learners running the demo agent at once: calls per second, latency percentiles, errors, server CPU
 	$(PY) benchmarks/classroom.py
