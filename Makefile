@@ -8,13 +8,16 @@ STAMP  := $(VENV)/.installed
 PORT   ?= 8888
 NB     ?= [0-9]
 export MPLBACKEND ?= Agg
+# What the package prints for a learner is English here, whatever the shell says; `make lab-zh`
+# sets Chinese for the Chinese edition (the saved outputs of both editions are the English run's).
+export MINIAGENT_LANG := en
 # Let Python keep compiled modules (and pytest its rewritten test modules) in __pycache__/
 # (git-ignored): where the shell sets PYTHONDONTWRITEBYTECODE, every run would compile the
 # whole stack again, about 10 s of every `make test` on a 2-core machine.
 unexport PYTHONDONTWRITEBYTECODE
 
 .DEFAULT_GOAL := help
-.PHONY: help setup lab test test-binder test-unit test-props test-bench test-memory test-clients test-notebooks test-ui test-postgres test-live notebooks serve demo eval soak classroom bench lint clean
+.PHONY: help setup lab lab-zh test test-binder test-unit test-props test-bench test-memory test-clients test-notebooks test-ui test-postgres test-live notebooks serve demo eval soak classroom bench lint clean
 
 help:  ## list the targets
 	@echo "miniagent: build an LLM agent from scratch (offline by default)"
@@ -41,6 +44,14 @@ ROOT_FLAG := $(if $(filter 0,$(shell id -u 2>/dev/null)),--allow-root,)
 
 lab: $(STAMP)  ## open JupyterLab at the notebooks (offline unless ANTHROPIC_API_KEY is set)
 	$(VENV)/bin/jupyter lab --notebook-dir=notebooks --port=$(PORT) $(ROOT_FLAG)
+
+# The Chinese edition in JupyterLab's Chinese UI: the language pack is in requirements.txt; the UI
+# language is a setting, kept in a settings folder of its own so that `make lab` stays English.
+ZH_SETTINGS := $(CURDIR)/.jupyter-zh/user-settings
+lab-zh: $(STAMP)  ## 中文版: JupyterLab at notebooks/zh/, with the Chinese UI (离线运行，除非设置了 ANTHROPIC_API_KEY)
+	@mkdir -p "$(ZH_SETTINGS)/@jupyterlab/translation-extension"
+	@echo '{"locale": "zh_CN"}' > "$(ZH_SETTINGS)/@jupyterlab/translation-extension/plugin.jupyterlab-settings"
+	JUPYTERLAB_SETTINGS_DIR="$(ZH_SETTINGS)" MINIAGENT_LANG=zh $(VENV)/bin/jupyter lab --notebook-dir=notebooks/zh --port=$(PORT) $(ROOT_FLAG)
 
 NBVAL := --nbval --nbval-current-env --nbval-sanitize-with tests/nbval-sanitize.cfg
 
@@ -128,8 +139,11 @@ test-live: $(STAMP)  ## every notebook in LIVE mode, against the mock API over r
 contract: $(STAMP)  ## the mock probed as the real API (every rule, tools, streams, models); live too with a key
 	$(PY) scripts/contract.py $(CONTRACT_ARGS)
 
-notebooks: $(STAMP)  ## build notebooks/src/*.py into .ipynb, run each offline in a fresh kernel, save outputs
+notebooks: $(STAMP)  ## build notebooks/src/*.py into .ipynb, run each offline in a fresh kernel, save outputs; then the Chinese edition
 	MINIAGENT_OFFLINE=1 $(PY) scripts/nbtools.py build notebooks/src/$(NB)*.py
+	@# A translation out of step with its English (notebooks/src/zh/) is reported, and fails `make test`,
+	@# but does not stop this build: `scripts/nbtools.py zh-template notebooks/NN_….ipynb` shows what to redo.
+	-$(PY) scripts/nbtools.py zh notebooks/$(NB)*.ipynb
 
 # The workshop edition: the notebooks without their reference solutions, in student/
 # (git-ignored, never collected by make test). A notebook already there is never

@@ -29,6 +29,7 @@ consolidated versions live:
     mcp_server.py     any Tools as an MCP server over stdio, written by hand
     mcp_sdk.py        the built-in tools as an MCP server made with the official SDK (optional extra)
     mcp_servers/      small MCP servers for notebook 12: your own tools, a poisoned update, broken ones
+    i18n.py           the language of what a learner reads: English, or Chinese (MINIAGENT_LANG=zh)
     mock/             the strict offline mock of the Messages API
     exercises/        the notebooks' exercise checks, a module per notebook (miniagent.exercises.check_01_1, ...)
 

@@ -37,6 +37,7 @@ from typing import TYPE_CHECKING, Any, Callable, Iterator
 import httpx
 
 from miniagent import deadline, providers, wire
+from miniagent.i18n import say
 from miniagent.errors import (APIConnectionError, APIError, APITimeoutError, InvalidAPIKeyError,
                               MalformedResponseError, MissingAPIKeyError, NotFoundError, RequestEncodingError,
                               ResponseTooLargeError, StreamError, error_class, is_retryable, retry_after_seconds)
@@ -616,9 +617,9 @@ def from_environment(client_class: Callable[..., Any], mock_transport: Callable[
         where = OFFLINE_BASE_URL + ("/v1" if preset.format == "openai" else "")  # the mock's /v1/chat/completions
         client = client_class(api_key=OFFLINE_API_KEY, base_url=where, model=model, mode="offline",
                               transport=mock_transport(mock), mock=mock, **settings)
-        why = "" if env_offline or key or not needs_key else f" (no {key_env} set; set one to go live)"
+        why = "" if env_offline or key or not needs_key else say("offline_why", key_env=key_env)
         if not quiet:
-            print(f"offline (mock API){label} · model {model}{why}")
+            print(say("offline", label=label, model=model, why=why))
         return client
     if needs_key and not key:
         if name == "anthropic":
@@ -632,8 +633,8 @@ def from_environment(client_class: Callable[..., Any], mock_transport: Callable[
     base_url = base_url or (os.environ.get(preset.base_env) if preset.base_env else None) or preset.base_url
     client = client_class(api_key=key, base_url=base_url, model=model, mode="live", **settings)
     if not quiet:
-        where = "" if base_url == preset.base_url else f" at {base_url}"
-        print(f"live{where}{label} · model {model}")
+        where = "" if base_url == preset.base_url else say("live_where", base_url=base_url)
+        print(say("live", where=where, label=label, model=model))
     return client
 
 

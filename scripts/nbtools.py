@@ -4,6 +4,8 @@
     python scripts/nbtools.py execute notebooks/0*.ipynb   # re-execute existing notebooks
     python scripts/nbtools.py student student notebooks/0*.ipynb  # the workshop edition, into student/
                                                                   # (a notebook already there is kept)
+    python scripts/nbtools.py zh notebooks/0*.ipynb        # the Chinese edition, into notebooks/zh/
+    python scripts/nbtools.py zh-template notebooks/05_agent.ipynb  # start a translation (or see what drifted)
 
 Sources live in notebooks/src/ in the "percent" format: `# %% [markdown]` starts a
 markdown cell (its lines are commented with "# "), `# %%` starts a code cell, and
@@ -199,7 +201,115 @@ def student_edition(path: Path, folder: Path) -> Path:
     return target
 
 
+# --- the Chinese edition --------------------------------------------------------------------
+#
+# One source, two languages. The code is written once (notebooks/src/NN_name.py); the Chinese
+# text of each Markdown cell lives in notebooks/src/zh/NN_name.md, in the notebook's order,
+# each block headed by the hash of the English cell it translates:
+#
+#     <!-- en:3f2a9c1b12ab -->
+#     ## 为什么要循环
+#     ...
+#
+# `zh` writes notebooks/zh/NN_name.ipynb: the English notebook's cells, code and saved outputs
+# unchanged, each Markdown cell replaced by its Chinese block. A block whose hash is not the
+# English cell's hash (the English changed after it was translated) stops the build and fails
+# the drift test (tests/test_zh_edition.py), naming the cell.
+
+ZH_SOURCES = ROOT / "notebooks" / "src" / "zh"
+ZH_FOLDER = ROOT / "notebooks" / "zh"
+_BLOCK = re.compile(r"^<!-- en:([0-9a-f]{12}) -->$", re.MULTILINE)
+
+
+def cell_hash(text: str) -> str:
+    """The hash that ties a translation to the English text it was made from."""
+    import hashlib
+
+    return hashlib.sha256(text.strip().encode()).hexdigest()[:12]
+
+
+def read_translation(path: Path) -> list[tuple[str, str]]:
+    """[(hash of the English cell, Chinese text)], in order."""
+    text = path.read_text(encoding="utf-8")
+    parts = _BLOCK.split(text)
+    if parts[0].strip():
+        raise ValueError(f"{path}: text before the first <!-- en:... --> line")
+    return [(parts[i], parts[i + 1].strip("\n")) for i in range(1, len(parts), 2)]
+
+
+def drift(nb: nbformat.NotebookNode, blocks: list[tuple[str, str]]) -> list[str]:
+    """What keeps the translation from matching the notebook: one line per problem (none: in step)."""
+    english = [c for c in nb.cells if c.cell_type == "markdown"]
+    problems = []
+    if len(english) != len(blocks):
+        problems.append(f"{len(english)} Markdown cells in English, {len(blocks)} blocks in Chinese")
+    for i, (cell, (digest, chinese)) in enumerate(zip(english, blocks)):
+        if cell_hash(cell.source) != digest:
+            first = cell.source.strip().splitlines()[0][:70] if cell.source.strip() else ""
+            problems.append(f"Markdown cell {i + 1} ({first!r}) changed since it was translated "
+                            f"(en:{digest} is now en:{cell_hash(cell.source)})")
+        elif not chinese.strip():
+            problems.append(f"Markdown cell {i + 1} has no Chinese text")
+    return problems
+
+
+def zh_edition(path: Path) -> Path:
+    """notebooks/zh/NAME.ipynb from the English notebook and its translation; ValueError on drift."""
+    nb = nbformat.read(path, as_version=4)
+    source = ZH_SOURCES / (path.stem + ".md")
+    blocks = read_translation(source)
+    problems = drift(nb, blocks)
+    if problems:
+        raise ValueError(f"{source} is out of step with {path.name}:\n  " + "\n  ".join(problems))
+    chinese = iter(text for _, text in blocks)
+    for cell in nb.cells:
+        if cell.cell_type == "markdown":
+            cell.source = next(chinese)
+    nb.metadata["language_info"] = {**nb.metadata.get("language_info", {})}
+    nb.metadata["miniagent"] = {"edition": "zh", "translates": path.name}
+    ZH_FOLDER.mkdir(exist_ok=True)
+    target = ZH_FOLDER / path.name
+    nbformat.write(nb, target)
+    return target
+
+
+def zh_template(path: Path) -> Path:
+    """Start (or refresh) a translation: every English cell as a block to translate.
+
+    Blocks already translated and still in step are kept; the others get the English text
+    to replace, so `git diff` shows the translator exactly what to do.
+    """
+    nb = nbformat.read(path, as_version=4)
+    source = ZH_SOURCES / (path.stem + ".md")
+    old = read_translation(source) if source.exists() else []
+    done = dict(old)
+    parts = []
+    for i, cell in enumerate(c for c in nb.cells if c.cell_type == "markdown"):
+        digest = cell_hash(cell.source)
+        if digest in done:
+            parts.append(f"<!-- en:{digest} -->\n{done[digest]}\n")
+            continue
+        was = f"\n<!-- the translation before the English changed:\n{old[i][1]}\n-->" if i < len(old) else ""
+        parts.append(f"<!-- en:{digest} -->\n{cell.source.strip()}{was}\n")
+    ZH_SOURCES.mkdir(exist_ok=True)
+    source.write_text("\n".join(parts), encoding="utf-8")
+    return source
+
+
 def main(argv: list[str]) -> int:
+    if len(argv) >= 3 and argv[1] in ("zh", "zh-template"):
+        status = 0
+        for name in argv[2:]:
+            path = Path(name)
+            if argv[1] == "zh-template":
+                print(f"wrote {zh_template(path)}")
+            elif (ZH_SOURCES / (path.stem + ".md")).exists():
+                try:
+                    print(f"wrote {zh_edition(path)}")
+                except ValueError as exc:  # the others are still built
+                    print(f"FAILED {exc}", file=sys.stderr)
+                    status = 1
+        return status
     if len(argv) >= 4 and argv[1] == "student":
         folder = Path(argv[2])
         for name in argv[3:]:

@@ -35,12 +35,11 @@ class Verdict:
         return self.kind == DONE
 
     def __str__(self) -> str:
-        head = f"exercise {self.exercise}: "
+        from miniagent.i18n import say  # the learner's language (MINIAGENT_LANG=zh: the Chinese edition)
+
         if self.kind == DONE:
-            return head + "done!"
-        if self.kind == WRONG_KIND:
-            return head + "that's not the right kind of answer: " + self.hint
-        return head + "not yet: " + self.hint
+            return say("done", n=self.exercise)
+        return say("wrong_kind" if self.kind == WRONG_KIND else "not_yet", n=self.exercise, hint=self.hint)
 
     __repr__ = __str__
 

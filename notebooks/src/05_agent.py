@@ -298,7 +298,7 @@ TraceView(chat.agent.trace)
 # | tools from elsewhere | Python functions | MCP clients | 12 MCP |
 # | production readiness | limits and clean failures | framework integration, config, starters | 13 the production checklist |
 #
-# Notebooks 06 to 13 are being written, in that order; the README's roadmap says which exist.
+# Notebooks 06 to 13 build each of these, in that order.
 #
 # As the article puts it, frameworks solve engineering problems, not conceptual ones.
 # Knowing the mechanism is what lets you judge when a framework is worth it, and where

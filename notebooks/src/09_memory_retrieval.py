@@ -393,5 +393,5 @@ def reference_fuse(rankings, k=60):
 miniagent.exercises.check_09_3(reference_fuse)
 
 # %% [markdown]
-# **Next: 10 · Several agents** (being written: see the [roadmap](../README.md#roadmap)):
+# **Next: [10 · Several agents](10_several_agents.ipynb)**:
 # planning, handing work between agents, and a human approving what matters.

@@ -1,0 +1,37 @@
+"""The language of what the package prints for a learner: English, or Chinese for the 中文版.
+
+`MINIAGENT_LANG=zh` (set by `make lab-zh`, so every kernel of the Chinese edition inherits it)
+makes the mode banner and the exercise checks' verdicts speak Chinese. Anything else, or
+nothing, is English. Only what a learner reads is translated; errors raised to programs,
+logs and traces stay English, so code that matches them works in both editions.
+
+    from miniagent.i18n import say
+    print(say("offline", model="claude-…", why=""))
+"""
+
+from __future__ import annotations
+
+import os
+
+MESSAGES = {
+    "offline": {"en": "offline (mock API){label} · model {model}{why}",
+                "zh": "离线（mock API）{label} · 模型 {model}{why}"},
+    "offline_why": {"en": " (no {key_env} set; set one to go live)",
+                    "zh": "（没有设置 {key_env}；设置后即可连接真实模型）"},
+    "live": {"en": "live{where}{label} · model {model}", "zh": "在线{where}{label} · 模型 {model}"},
+    "live_where": {"en": " at {base_url}", "zh": "，地址 {base_url}"},
+    "done": {"en": "exercise {n}: done!", "zh": "练习 {n}：完成！"},
+    "not_yet": {"en": "exercise {n}: not yet: {hint}", "zh": "练习 {n}：还没好：{hint}"},
+    "wrong_kind": {"en": "exercise {n}: that's not the right kind of answer: {hint}",
+                   "zh": "练习 {n}：答案的类型不对：{hint}"},
+}
+
+
+def language() -> str:
+    """"zh" when MINIAGENT_LANG says Chinese (zh, zh_CN, zh-Hans...), else "en"."""
+    return "zh" if os.environ.get("MINIAGENT_LANG", "").strip().lower().startswith("zh") else "en"
+
+
+def say(key: str, **values: object) -> str:
+    """The message `key` in the current language, filled with `values`."""
+    return MESSAGES[key][language()].format(**values)
