@@ -253,6 +253,39 @@ def drift(nb: nbformat.NotebookNode, blocks: list[tuple[str, str]]) -> list[str]
     return problems
 
 
+_STARTS_BLOCK = re.compile(r"^\s*([-*+]\s|\d+\.\s|#|\||>|```|<!--|$)")
+
+
+def _wide(char: str) -> bool:
+    """A Chinese character or full-width punctuation: a line break next to one must not become a space."""
+    return "\u2e80" <= char <= "\u9fff" or "\uff00" <= char <= "\uffef" or char in "“”‘’…—、。，："
+
+
+def unwrap_cjk(text: str) -> str:
+    """The Markdown with its soft line breaks removed where Chinese meets Chinese (a break next to a
+    Latin word stays: it shows as the space that belongs there anyway).
+
+    The translations are wrapped for reading in an editor; a browser shows a line break inside a
+    paragraph as a space, which in Chinese is a visible gap. Code blocks, tables, headings and
+    list items keep their lines; only a line that continues a paragraph is joined to the one before.
+    """
+    out: list[str] = []
+    in_code = False
+    for line in text.split("\n"):
+        if line.lstrip().startswith("```"):
+            in_code = not in_code
+            out.append(line)
+            continue
+        previous = out[-1] if out else ""
+        if (not in_code and previous.strip() and line.strip() and not _STARTS_BLOCK.match(line)
+                and not previous.lstrip().startswith(("#", "|", "<!--", "```"))
+                and _wide(previous.rstrip()[-1]) and _wide(line.lstrip()[0])):  # else the break is the space
+            out[-1] = previous.rstrip() + line.lstrip()
+        else:
+            out.append(line)
+    return "\n".join(out)
+
+
 def zh_edition(path: Path) -> Path:
     """notebooks/zh/NAME.ipynb from the English notebook and its translation; ValueError on drift."""
     nb = nbformat.read(path, as_version=4)
@@ -261,7 +294,7 @@ def zh_edition(path: Path) -> Path:
     problems = drift(nb, blocks)
     if problems:
         raise ValueError(f"{source} is out of step with {path.name}:\n  " + "\n  ".join(problems))
-    chinese = iter(text for _, text in blocks)
+    chinese = iter(unwrap_cjk(text) for _, text in blocks)
     for cell in nb.cells:
         if cell.cell_type == "markdown":
             cell.source = next(chinese)

@@ -25,8 +25,10 @@ TRANSLATED = sorted(p.stem for p in nbtools.ZH_SOURCES.glob("[0-9]*.md"))
 HAN = re.compile(r"[\u4e00-\u9fff]")
 
 
-def test_there_is_a_chinese_edition():
-    assert "00_setup" in TRANSLATED
+def test_every_notebook_has_a_chinese_edition():
+    english = sorted(p.stem for p in (ROOT / "notebooks").glob("[0-9]*.ipynb"))
+    assert TRANSLATED == english
+    assert sorted(p.stem for p in (ROOT / "notebooks" / "zh").glob("[0-9]*.ipynb")) == english
 
 
 @pytest.mark.parametrize("name", TRANSLATED)
@@ -48,7 +50,7 @@ def test_the_built_chinese_notebook_has_the_english_code_and_outputs(name):
             assert (zh.source, zh.metadata, zh.outputs) == (en.source, en.metadata, en.outputs), \
                 f"{name}: code cell {en.id} differs: rebuild with `make notebooks`"
         assert zh.id == en.id
-    texts = [text for _, text in nbtools.read_translation(nbtools.ZH_SOURCES / f"{name}.md")]
+    texts = [nbtools.unwrap_cjk(text) for _, text in nbtools.read_translation(nbtools.ZH_SOURCES / f"{name}.md")]
     assert [c.source for c in chinese.cells if c.cell_type == "markdown"] == texts, \
         f"{name}: notebooks/zh/ is older than its translation: rebuild with `make notebooks`"
 
@@ -86,3 +88,13 @@ def test_a_drifted_translation_keeps_its_old_chinese_for_the_translator(tmp_path
         in blocks[1][1] and "每个 notebook 打印的第一行" in blocks[1][1]
     assert blocks[0][1].startswith("# 00 · 环境准备")  # in step: kept as it was
     assert json.dumps(blocks)  # plain strings
+
+
+def test_soft_line_breaks_between_chinese_are_joined_and_nothing_else_is():
+    text = ("第一行，\n第二行接着说 `code`\nand English\n然后\n继续\n\n- 列表项\n- 另一项\n\n```python\nx = 1\n\ny = 2\n```\n"
+            "| a | b |\n|---|---|\n## 标题\n正文")
+    assert nbtools.unwrap_cjk(text) == ("第一行，第二行接着说 `code`\nand English\n然后继续\n\n- 列表项\n- 另一项\n\n```python\nx = 1\n\n"
+                                        "y = 2\n```\n| a | b |\n|---|---|\n## 标题\n正文")
+    english = "one line\nanother line"
+    assert nbtools.unwrap_cjk(english) == english
+

@@ -52,13 +52,16 @@ def check(page, base: str, token: str, name: str, expected: int) -> None:
     page.locator(".jp-RenderedMermaid img, .jp-RenderedMermaid svg").first.scroll_into_view_if_needed()
     page.wait_for_timeout(300)
     OUT.mkdir(exist_ok=True)
-    page.screenshot(path=str(OUT / f"diagram-{name[:2]}.png"))  # for a person to look at; not checked
+    shot = f"diagram-zh-{name[3:5]}.png" if name.startswith("zh/") else f"diagram-{name[:2]}.png"
+    page.screenshot(path=str(OUT / shot))  # for a person to look at; not checked
 
 
 def main() -> int:
     from playwright.sync_api import sync_playwright
 
-    notebooks = {p.name: n for p in sorted((ROOT / "notebooks").glob("[0-9]*.ipynb")) if (n := diagrams(p))}
+    # Both editions: the Chinese one translates the diagrams' labels, which can break their syntax.
+    paths = sorted((ROOT / "notebooks").glob("[0-9]*.ipynb")) + sorted((ROOT / "notebooks" / "zh").glob("[0-9]*.ipynb"))
+    notebooks = {str(p.relative_to(ROOT / "notebooks")): n for p in paths if (n := diagrams(p))}
     if not notebooks:
         print("no diagrams found")
         return 1
@@ -68,6 +71,7 @@ def main() -> int:
         workdir = Path(tmp)
         served, env = prepare(workdir)
         for name in notebooks:
+            (served / name).parent.mkdir(parents=True, exist_ok=True)
             shutil.copy(ROOT / "notebooks" / name, served / name)
         server = start_server(served, env, port, token, workdir / "lab.log")
         try:

@@ -12,8 +12,11 @@ tokens a second, like a real model), and the page records the answer's text at e
 change of the transcript, which must show at least two growing partial answers
 before the final one. Then it checks that Enter sends too. Then it opens the student edition of 00_setup.ipynb
 (as `make student` writes it: no reference solution, the check's output cleared), runs
-it, and checks that its exercise check says "not yet" there. Screenshots go to
-ui-test/chat.png and ui-test/student.png (and ui-test/failure.png when a step fails).
+it, and checks that its exercise check says "not yet" there. Last, it switches JupyterLab's
+UI to Chinese (the language pack of `make lab-zh`), opens the Chinese edition of notebook 05
+(notebooks/zh/), and does the chat steps again with the Chinese menus. Screenshots go to
+ui-test/chat.png, ui-test/student.png and ui-test/chat-zh.png (and ui-test/failure.png when a
+step fails).
 The server is always shut down.
 
 Needs Debian's Chromium at /usr/bin/chromium (apt-get install -y chromium) and the
@@ -103,6 +106,8 @@ def prepare(workdir: Path) -> tuple[Path, dict]:
     served = workdir / "notebooks"
     served.mkdir()
     paced_copy(ROOT / "notebooks" / NOTEBOOK, served / NOTEBOOK)
+    (served / "zh").mkdir()
+    paced_copy(ROOT / "notebooks" / "zh" / NOTEBOOK, served / "zh" / NOTEBOOK)
     nbtools().student_edition(ROOT / "notebooks" / STUDENT_NOTEBOOK, served / "student")
     settings = workdir / "settings"
     for name, values in SETTINGS.items():
@@ -159,20 +164,42 @@ def step(name: str) -> None:
     print(f"[ui] {name}", flush=True)
 
 
-def drive(page, base: str, token: str) -> None:
+ENGLISH = {"run": "Run", "run all": "Run All Cells", "screenshot": "chat.png", "folder": ""}
+CHINESE = {"run": "运行", "run all": "运行所有单元格", "screenshot": "chat-zh.png", "folder": "zh/"}
+
+
+def switch_to_chinese(page, base: str, token: str) -> None:
+    """JupyterLab's UI language is a setting: set it to zh_CN through the settings API, as the
+    Settings menu would, then load the page again."""
+    step("switch the UI to Chinese")
+    body = json.dumps({"raw": json.dumps({"locale": "zh_CN"})}).encode()
+    request = urllib.request.Request(f"{base}/lab/api/settings/@jupyterlab/translation-extension:plugin",
+                                     data=body, method="PUT",
+                                     headers={"Authorization": f"token {token}", "Content-Type": "application/json"})
+    with urllib.request.urlopen(request, timeout=30) as response:
+        if response.status not in (200, 204):
+            raise UITestError(f"setting the UI language answered {response.status}")
+
+
+def drive(page, base: str, token: str, labels: dict = ENGLISH) -> None:
     """Everything a learner does in the browser, with a bounded wait at each step."""
-    step("open the notebook")
-    page.goto(f"{base}/lab/tree/{NOTEBOOK}?token={token}", timeout=60_000)
+    step(f"open the notebook {labels['folder']}{NOTEBOOK}")
+    page.goto(f"{base}/lab/tree/{labels['folder']}{NOTEBOOK}?reset&token={token}", timeout=60_000)
     page.wait_for_selector(".jp-Notebook", timeout=60_000)
     page.wait_for_selector(".jp-Notebook .jp-CodeCell .cm-content", timeout=30_000)
     page.wait_for_selector(".jp-Spinner", state="detached", timeout=30_000)
     wait_kernel_idle(page, 60)
     accept_kernel_dialog(page, wait_ms=2_000)
 
+    if labels is CHINESE:  # the menus are Chinese, and so is the notebook's prose
+        page.get_by_role("menuitem", name=labels["run"], exact=True).wait_for(timeout=30_000)
+        if "完整的 Agent" not in page.locator(".jp-Notebook").inner_text():
+            raise UITestError("the Chinese edition of notebook 05 does not show its Chinese title")
+
     step("run all cells")
     page.locator(".jp-Notebook .jp-CodeCell .cm-content").first.click()
-    page.get_by_role("menuitem", name="Run", exact=True).click()
-    page.get_by_role("menuitem", name="Run All Cells", exact=True).click()
+    page.get_by_role("menuitem", name=labels["run"], exact=True).click()
+    page.get_by_role("menuitem", name=labels["run all"], exact=True).click()
     accept_kernel_dialog(page, wait_ms=1_000)
 
     step("wait for the chat widget")
@@ -212,7 +239,7 @@ def drive(page, base: str, token: str) -> None:
     page.locator(".miniagent-chat").scroll_into_view_if_needed()
     page.wait_for_timeout(300)
     OUT.mkdir(exist_ok=True)
-    page.screenshot(path=str(OUT / "chat.png"))
+    page.screenshot(path=str(OUT / labels["screenshot"]))
 
     step("press Enter to send")
     chat_input.fill("What is (2 + 3) * 4?")
@@ -335,6 +362,8 @@ def main() -> int:
                     try:
                         drive(page, base, token)
                         drive_student(page, base, token)
+                        switch_to_chinese(page, base, token)
+                        drive(page, base, token, CHINESE)
                     except Exception:
                         OUT.mkdir(exist_ok=True)
                         page.screenshot(path=str(OUT / "failure.png"))
@@ -351,7 +380,7 @@ def main() -> int:
             step("stop jupyter lab")
             stop_server(server, base, token)
     print(f"ui test passed in {time.monotonic() - started:.0f} s; screenshots: {OUT / 'chat.png'}, "
-          f"{OUT / 'student.png'}")
+          f"{OUT / 'student.png'}, {OUT / 'chat-zh.png'} (the Chinese edition, in the Chinese UI)")
     return 0
 
 
