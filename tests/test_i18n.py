@@ -35,3 +35,35 @@ def test_the_banner_and_the_verdicts_in_chinese_and_in_english(monkeypatch, caps
     connect()
     assert capsys.readouterr().out.startswith("offline (mock API) · model ")
     assert repr(exercises.check_00_1(None, None)).startswith("exercise 1: ")
+
+
+def _calls_without_chinese(path):
+    """(line, what) of each hint in an exercise module that has no Chinese text."""
+    import ast
+
+    missing = []
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if not isinstance(node, ast.Call) or not isinstance(node.func, ast.Name):
+            continue
+        keywords = {k.arg for k in node.keywords}
+        if node.func.id in ("not_yet", "wrong_kind", "_check_callable") and "zh" not in keywords:
+            missing.append((node.lineno, node.func.id))
+        if node.func.id == "_run" and "case" in keywords and "case_zh" not in keywords:
+            missing.append((node.lineno, "_run case"))
+    return missing
+
+
+def test_every_hint_of_every_check_has_its_chinese():
+    from pathlib import Path
+
+    import miniagent.exercises as package
+
+    folder = Path(package.__file__).parent
+    missing = {p.name: _calls_without_chinese(p) for p in sorted(folder.glob("n[0-9][0-9].py"))}
+    assert {name: lines for name, lines in missing.items() if lines} == {}
+
+
+def test_a_hint_in_chinese(monkeypatch):
+    monkeypatch.setenv("MINIAGENT_LANG", "zh")
+    verdict = exercises.check_13_1(lambda before, after: None)
+    assert repr(verdict).startswith("练习 1：还没好：") and any("\u4e00" <= c <= "\u9fff" for c in verdict.hint)

@@ -52,12 +52,19 @@ class _WrongKind(Exception):
     """Raised inside a check: the answer is not the kind of thing the exercise asks for."""
 
 
-def not_yet(hint: str) -> None:
-    raise _NotYet(hint)
+def _say(hint: str, zh: str | None) -> str:
+    """The hint in the learner's language: `zh` in the Chinese edition (MINIAGENT_LANG=zh), else `hint`."""
+    from miniagent.i18n import language
+
+    return zh if zh is not None and language() == "zh" else hint
 
 
-def wrong_kind(hint: str) -> None:
-    raise _WrongKind(hint)
+def not_yet(hint: str, zh: str | None = None) -> None:
+    raise _NotYet(_say(hint, zh))
+
+
+def wrong_kind(hint: str, zh: str | None = None) -> None:
+    raise _WrongKind(_say(hint, zh))
 
 
 CHECKS: dict[str, Callable[..., Verdict]] = {}  # "01-2" -> check_01_2, for the tests
@@ -76,7 +83,8 @@ def _exercise(notebook: str, number: int) -> Callable[[Callable[..., None]], Cal
             except _WrongKind as exc:
                 return Verdict(number, WRONG_KIND, str(exc))
             except Exception as exc:  # the check boundary: an answer's objects can raise anywhere; a check never does
-                return Verdict(number, NOT_YET, f"checking your answer raised {_raised(exc)}")
+                return Verdict(number, NOT_YET, _say(f"checking your answer raised {_raised(exc)}",
+                                                     f"检查你的答案时抛出了 {_raised(exc)}"))
             return Verdict(number, DONE)
 
         CHECKS[f"{notebook}-{number}"] = run
@@ -89,7 +97,7 @@ def _exercise(notebook: str, number: int) -> Callable[[Callable[..., None]], Cal
 
 
 def _run(fn: Callable[..., Any], *args: Any, name: str, case: str = "", patient: bool = False,
-         **kwargs: Any) -> Any:
+         case_zh: str | None = None, **kwargs: Any) -> Any:
     """fn(*args, **kwargs), the way a check must call a learner's code.
 
     What it prints is hidden (the check's one line is the output); an exception it
@@ -108,20 +116,24 @@ def _run(fn: Callable[..., Any], *args: Any, name: str, case: str = "", patient:
             outcome["error"] = exc
 
     where = f" {case}" if case else ""
+    where_zh = f"（{case_zh if case_zh is not None else case}）" if case else ""
     thread = threading.Thread(target=target, daemon=True, name=f"exercise-{name}")
     with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
         thread.start()
         thread.join(limit)
     if thread.is_alive():
         not_yet(f"{name} did not return within {limit:g} s{where}: is there a loop that never ends? "
-                "(It keeps running in the background; restart the kernel to stop it.)")
+                "(It keeps running in the background; restart the kernel to stop it.)",
+                zh=f"{name} 在 {limit:g} 秒内没有返回{where_zh}：是不是有一个停不下来的循环？"
+                   "（它还在后台运行；重启 kernel 才能停掉它。）")
     error = outcome.get("error")
     if isinstance(error, (_NotYet, _WrongKind)):  # a check's own verdict, raised inside a callback
         raise error
     if error is not None:
-        not_yet(f"{name} raised {_raised(error)}{where}")
+        not_yet(f"{name} raised {_raised(error)}{where}", zh=f"{name} 抛出了 {_raised(error)}{where_zh}")
     if "value" not in outcome:
-        not_yet(f"{name} stopped without returning{where} (did it call exit()?)")
+        not_yet(f"{name} stopped without returning{where} (did it call exit()?)",
+                zh=f"{name} 没有返回就停了{where_zh}（是不是调用了 exit()？）")
     return outcome["value"]
 
 
@@ -152,14 +164,19 @@ def _raised(exc: BaseException) -> str:
 
 
 def _kind(value: Any) -> str:
-    """'a str', 'an int', 'None', 'a function': what a hint calls a value's type."""
+    """'a str', 'an int', 'None', 'a function': what a hint calls a value's type (in the learner's language)."""
+    from miniagent.i18n import language
+
+    zh = language() == "zh"
     if value is None:
         return "None"
     if isinstance(value, type):
-        return f"the class {value.__name__}"
+        return f"类 {value.__name__}" if zh else f"the class {value.__name__}"
     if callable(value) and getattr(value, "__name__", None) and not isinstance(value, type):
-        return "a function"
+        return "一个函数" if zh else "a function"
     name = type(value).__name__
+    if zh:
+        return f"一个 {name}"
     return f"{'an' if name[0].lower() in 'aeiou' else 'a'} {name}"
 
 
@@ -167,11 +184,13 @@ def _plural(n: int, word: str) -> str:
     return f"{n} {word}{'' if n == 1 else 's'}"
 
 
-def _check_callable(fn: Any, name: str, what: str) -> None:
+def _check_callable(fn: Any, name: str, what: str, zh: str | None = None) -> None:
+    """`what` says what the function does (`zh`: the same in Chinese)."""
     if fn is None:
-        not_yet(f"{name} is still None: {what}")
+        not_yet(f"{name} is still None: {what}", zh=f"{name} 还是 None：{zh or what}")
     if not callable(fn) or isinstance(fn, type):
-        wrong_kind(f"{name} should be a function ({what}), not {_kind(fn)}")
+        wrong_kind(f"{name} should be a function ({what}), not {_kind(fn)}",
+                   zh=f"{name} 应该是一个函数（{zh or what}），而不是{_kind(fn)}")
 
 
 # --- mock clients for the checks -----------------------------------------------------------

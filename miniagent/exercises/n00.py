@@ -11,18 +11,25 @@ from miniagent.exercises._core import _clip, _exercise, _kind, not_yet, wrong_ki
 def check_00_1(cut_response: Any, client: Any) -> None:
     """A response cut off by `max_tokens`, that `client` really received (found in its exchanges)."""
     if cut_response is None:
-        not_yet("cut_response is still None: keep what llm.create(...) returns")
+        not_yet("cut_response is still None: keep what llm.create(...) returns",
+                zh="cut_response 还是 None：把 llm.create(...) 的返回值存下来")
     if not isinstance(cut_response, dict):
-        wrong_kind(f"cut_response should be the dict that llm.create(...) returns, not {_kind(cut_response)}")
+        wrong_kind(f"cut_response should be the dict that llm.create(...) returns, not {_kind(cut_response)}",
+                   zh=f"cut_response 应该是 llm.create(...) 返回的 dict，而不是{_kind(cut_response)}")
     if "stop_reason" not in cut_response or "id" not in cut_response:
         wrong_kind("cut_response should be the whole response, with its id and stop_reason; "
-                   f"this dict has {_clip(', '.join(map(str, cut_response)) or 'no keys')}")
+                   f"this dict has {_clip(', '.join(map(str, cut_response)) or 'no keys')}",
+                   zh="cut_response 应该是完整的响应，带着 id 和 stop_reason；这个 dict "
+                      + (f"只有 {_clip(', '.join(map(str, cut_response)))}" if cut_response else "一个键都没有"))
     received = [e for e in client.exchanges if e.status == 200 and isinstance(e.response, dict)
                 and e.response.get("id") == cut_response.get("id")
                 and e.response.get("usage") == cut_response.get("usage")]
     if not received:
-        not_yet("llm never received this response: make the call with llm.create(...) and keep what it returns")
+        not_yet("llm never received this response: make the call with llm.create(...) and keep what it returns",
+                zh="llm 从没收到过这个响应：用 llm.create(...) 发出调用，把它的返回值存下来")
     truth = received[-1]  # as it arrived: editing the dict's stop_reason changes nothing here
     if truth.response.get("stop_reason") != "max_tokens":
         not_yet(f"its stop_reason is {truth.response.get('stop_reason')!r}: the whole answer fit in "
-                f"max_tokens={truth.request['body'].get('max_tokens')}; ask for fewer tokens")
+                f"max_tokens={truth.request['body'].get('max_tokens')}; ask for fewer tokens",
+                zh=f"它的 stop_reason 是 {truth.response.get('stop_reason')!r}：整个回答在 "
+                   f"max_tokens={truth.request['body'].get('max_tokens')} 以内就写完了；把 max_tokens 再调小一点")

@@ -9,12 +9,15 @@ from miniagent.exercises._core import (_NotYet, _check_callable, _clip, _exercis
                                        _mock_client, _ok_calls, _plural, _run, _show, not_yet, wrong_kind)
 
 
-def _answer_and_messages(result: Any, name: str, case: str) -> tuple[str, list]:
-    """The (answer, messages) pair a react-style function returns, or the right verdict."""
+def _answer_and_messages(result: Any, name: str, case: str, case_zh: str) -> tuple[str, list]:
+    """The (answer, messages) pair a react-style function returns, or the right verdict
+    (`case_zh`: the Chinese of `case`, a phrase that can open a sentence)."""
     if result is None:
-        not_yet(f"{name} returned None {case}: return (answer, messages), as react does")
+        not_yet(f"{name} returned None {case}: return (answer, messages), as react does",
+                zh=f"{case_zh}，{name} 返回了 None：要像 react 那样返回 (answer, messages)")
     if not isinstance(result, (tuple, list)) or len(result) != 2 or not isinstance(result[0], str):
-        wrong_kind(f"{name} returned {_kind(result)} {case}; return (answer, messages), as react does")
+        wrong_kind(f"{name} returned {_kind(result)} {case}; return (answer, messages), as react does",
+                   zh=f"{case_zh}，{name} 返回的是{_kind(result)}；要像 react 那样返回 (answer, messages)")
     return result[0], result[1]
 
 
@@ -31,27 +34,33 @@ def check_03_1(budget_react: Any) -> None:
     lifetime) has used more than the budget."""
     from miniagent.builtin_tools import default_tools
 
-    _check_callable(budget_react, "budget_react", "react with a client argument and a token budget")
+    _check_callable(budget_react, "budget_react", "react with a client argument and a token budget",
+                    zh="带 client 参数和 token 预算的 react")
     tools = default_tools()
     client = _mock_client()
     question = "What is (1024 + 768) * 2?"
     result = _run(budget_react, client, question, tools, 1_000_000, name="budget_react",
-                  case="(token_budget=1,000,000)", max_iterations=10)
+                  case="(token_budget=1,000,000)", case_zh="token_budget=1,000,000", max_iterations=10)
     if not _ok_calls(client):
         not_yet("budget_react made no model calls with the client it was given: start from a copy of react, "
-                "and call client.create where react calls llm.create")
-    answer, _ = _answer_and_messages(result, "budget_react", "with a large budget")
+                "and call client.create where react calls llm.create",
+                zh="budget_react 没有用传给它的 client 调用模型：从 react 的副本改起，"
+                   "把 react 里调用 llm.create 的地方换成 client.create")
+    answer, _ = _answer_and_messages(result, "budget_react", "with a large budget", "预算很大时")
     if "3584" not in answer:
         not_yet(f"with token_budget=1,000,000 and {question!r} the answer should come from the model "
-                f"(it says 3584); yours was {_show(answer, 50)}")
+                f"(it says 3584); yours was {_show(answer, 50)}",
+                zh=f"token_budget=1,000,000、问题是 {question!r} 时，答案应该来自模型"
+                   f"（它会说 3584）；你的答案是 {_show(answer, 50)}")
 
     budget, before = 1_000, 5_200
     client = _mock_client()
     client.usage.add({"input_tokens": before - 200, "output_tokens": 200})  # spent before this run
     client.mock.script(_runaway(40), repeat=True)
     case = f"(a model that never stops, token_budget={budget:,})"
+    case_zh = f"模型停不下来，token_budget={budget:,}"
     failure = _attempt(budget_react, client, "算一下", tools, budget, name="budget_react", case=case,
-                       max_iterations=30)
+                       case_zh=case_zh, max_iterations=30)
     calls, used, stop_after, used_then = _ok_calls(client), 0, None, 0
     for n, exchange in enumerate(calls, 1):
         usage = exchange.response["usage"]
@@ -61,10 +70,14 @@ def check_03_1(budget_react: Any) -> None:
     if stop_after is None or len(calls) < stop_after:
         not_yet(f"with token_budget={budget:,} it stopped after {_plural(len(calls), 'call')}, when this run "
                 f"had used only {used:,} tokens: count the tokens this run used (the client had used "
-                f"{before:,} before it)")
+                f"{before:,} before it)",
+                zh=f"token_budget={budget:,} 时，它调用了 {len(calls)} 次模型就停了，而这次运行只用了 {used:,} 个 "
+                   f"token：要数的是这次运行用掉的 token（在它之前，client 已经用了 {before:,} 个）")
     if len(calls) > stop_after:
         not_yet(f"the runaway model made {_plural(len(calls), 'call')}; with token_budget={budget:,} the run "
-                f"should stop after call {stop_after}, when it had used {used_then:,} tokens")
+                f"should stop after call {stop_after}, when it had used {used_then:,} tokens",
+                zh=f"停不下来的模型被调用了 {len(calls)} 次；token_budget={budget:,} 时，运行应该在第 {stop_after} "
+                   f"次调用后停下，那时已经用了 {used_then:,} 个 token")
     if failure:
         raise failure
 
@@ -87,27 +100,37 @@ def check_03_2(one_at_a_time: Any, client: Any) -> None:
     from miniagent.messages import tool_uses
 
     if one_at_a_time is None:
-        not_yet("one_at_a_time is still None: keep the LoopResult that run_loop returns")
+        not_yet("one_at_a_time is still None: keep the LoopResult that run_loop returns",
+                zh="one_at_a_time 还是 None：把 run_loop 返回的 LoopResult 存在这里")
     if isinstance(one_at_a_time, int) and not isinstance(one_at_a_time, bool):
-        wrong_kind("one_at_a_time holds a number; keep the LoopResult itself (its .iterations is the number)")
+        wrong_kind("one_at_a_time holds a number; keep the LoopResult itself (its .iterations is the number)",
+                   zh="one_at_a_time 存的是一个数；要存 LoopResult 本身（那个数在它的 .iterations 里）")
     if not isinstance(one_at_a_time, LoopResult):
-        wrong_kind(f"one_at_a_time should be the LoopResult that run_loop returns, not {_kind(one_at_a_time)}")
+        wrong_kind(f"one_at_a_time should be the LoopResult that run_loop returns, not {_kind(one_at_a_time)}",
+                   zh=f"one_at_a_time 应该是 run_loop 返回的 LoopResult，而不是{_kind(one_at_a_time)}")
     rounds = [len(tool_uses(m)) for m in one_at_a_time.messages if m.get("role") == "assistant"]
     for n, count in enumerate(rounds, 1):
         if count > 1:
             not_yet(f"in round {n} the model asked for {count} tools at once: pass tool_choice with "
-                    "disable_parallel_tool_use to run_loop")
+                    "disable_parallel_tool_use to run_loop",
+                    zh=f"第 {n} 轮里，模型一次要了 {count} 个工具：给 run_loop 传一个带 "
+                       "disable_parallel_tool_use 的 tool_choice")
     if one_at_a_time.stop not in ("end_turn", "stop_sequence"):
         not_yet(f"the run ended with {one_at_a_time.stop!r}, not with the model's answer: "
-                f"{_clip(one_at_a_time.reason, 120)}")
+                f"{_clip(one_at_a_time.reason, 120)}",
+                zh=f"运行以 {one_at_a_time.stop!r} 结束，而不是以模型的回答结束："
+                   f"{_clip(one_at_a_time.reason, 120)}")
     if sum(rounds) < 2:
-        not_yet(f"the model called {_plural(sum(rounds), 'tool')}: ask the demo question, which needs several")
+        not_yet(f"the model called {_plural(sum(rounds), 'tool')}: ask the demo question, which needs several",
+                zh=f"模型调用了 {sum(rounds)} 个工具：要问演示里的那个问题，它需要调用好几个工具")
     first = one_at_a_time.messages[0] if one_at_a_time.messages else None
     sent = [e.request["body"] for e in client.exchanges]
     if not any(isinstance(b.get("tool_choice"), dict) and b["tool_choice"].get("disable_parallel_tool_use") is True
                and (b.get("messages") or [None])[0] == first for b in sent):
         not_yet("llm sent no request for this question with disable_parallel_tool_use: true: run it with llm "
-                "and tool_choice={\"type\": \"auto\", \"disable_parallel_tool_use\": True}")
+                "and tool_choice={\"type\": \"auto\", \"disable_parallel_tool_use\": True}",
+                zh="llm 没有为这个问题发出带 disable_parallel_tool_use: true 的请求：用 llm 来跑，并传入 "
+                   "tool_choice={\"type\": \"auto\", \"disable_parallel_tool_use\": True}")
 
 
 class _Spy:
@@ -138,43 +161,59 @@ class _Spy:
         self.tools = SpyRegistry([watched(t) for t in default_tools()])
 
 
+_CUT_ZH = {"a tool call cut off by max_tokens": "被 max_tokens 截断的工具调用",
+           "a text cut off by max_tokens": "被 max_tokens 截断的文本"}
+"""The Chinese of the cases' descriptions in check_03_3, for the hints in the Chinese edition."""
+
+
 @_exercise("03", 3)
 def check_03_3(careful_react: Any) -> None:
     """`careful_react(client, question, tools)` stops on max_tokens, says so, and runs nothing: not the
     cut-off tool call (whose arguments look complete), not through any way in; and still answers."""
     from miniagent.mock import scripts
 
-    _check_callable(careful_react, "careful_react", "react with a client argument that stops on max_tokens")
+    _check_callable(careful_react, "careful_react", "react with a client argument that stops on max_tokens",
+                    zh="带 client 参数、遇到 max_tokens 就停下的 react")
     cut_call = scripts.truncated_tool_call("calculate", {"expression": "(1024 + 768) * 2"})
     cut_text = scripts.text("The answer, in full detail, is that", stop_reason="max_tokens")
     for what, response in (("a tool call cut off by max_tokens", cut_call), ("a text cut off by max_tokens", cut_text)):
         client, spy = _mock_client(), _Spy()
         client.mock.script(_fused(lambda body, r=response: copy.deepcopy(r), 20), repeat=True)
         case = f"(a model whose answer is {what})"
+        what_zh = _CUT_ZH[what]
         outcome: dict[str, Any] = {}
         failure = _attempt(lambda *a, **k: outcome.setdefault("result", careful_react(*a, **k)),
                            client, "算一下 (1024 + 768) * 2", spy.tools, name="careful_react", case=case,
-                           max_iterations=10)
+                           case_zh=f"模型的回答是{what_zh}", max_iterations=10)
         calls = len(_ok_calls(client))
         if calls == 0 and not failure:
             not_yet("careful_react made no model calls with the client it was given: start from a copy of react, "
-                    "and call client.create where react calls llm.create")
+                    "and call client.create where react calls llm.create",
+                    zh="careful_react 没有用传给它的 client 调用模型：从 react 的副本改起，"
+                       "把 react 里调用 llm.create 的地方换成 client.create")
         if spy.ran:
             not_yet(f"on {what}, careful_react ran {spy.ran[0].get('name', 'a tool')}: never run a cut-off call, "
-                    "its arguments may be incomplete")
+                    "its arguments may be incomplete",
+                    zh=f"遇到{what_zh}时，careful_react 运行了 {spy.ran[0].get('name', '某个工具')}："
+                       "被截断的调用绝不能运行，它的参数可能不完整")
         if calls > 1:
-            not_yet(f"after {what} it called the model again ({_plural(calls, 'call')} in all): stop on max_tokens")
+            not_yet(f"after {what} it called the model again ({_plural(calls, 'call')} in all): stop on max_tokens",
+                    zh=f"遇到{what_zh}之后，它又调用了模型（一共 {calls} 次）：遇到 max_tokens 就要停下")
         if failure:
             raise failure
-        answer, _ = _answer_and_messages(outcome.get("result"), "careful_react", f"on {what}")
+        answer, _ = _answer_and_messages(outcome.get("result"), "careful_react", f"on {what}", f"遇到{what_zh}时")
         if "max_tokens" not in answer:
             not_yet(f"on {what} the answer should say so (include the words max_tokens); "
-                    f"yours was {_show(answer, 50)}")
+                    f"yours was {_show(answer, 50)}",
+                    zh=f"遇到{what_zh}时，答案里应该说明这一点（写上 max_tokens 这个词）；"
+                       f"你的答案是 {_show(answer, 50)}")
     client, spy = _mock_client(), _Spy()
     question = "What is (1024 + 768) * 2?"
     result = _run(careful_react, client, question, spy.tools, name="careful_react", case=f"for {question!r}",
-                  max_iterations=10)
-    answer, _ = _answer_and_messages(result, "careful_react", f"for {question!r}")
+                  case_zh=f"问题是 {question!r}", max_iterations=10)
+    answer, _ = _answer_and_messages(result, "careful_react", f"for {question!r}", f"问题是 {question!r} 时")
     if "3584" not in answer:
         not_yet(f"for {question!r}, which needs no stopping, the answer should come from the model "
-                f"(it says 3584); yours was {_show(answer, 50)}")
+                f"(it says 3584); yours was {_show(answer, 50)}",
+                zh=f"问题 {question!r} 不需要中途停下，答案应该来自模型"
+                   f"（它会说 3584）；你的答案是 {_show(answer, 50)}")

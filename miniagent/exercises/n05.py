@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from miniagent.exercises._core import (_check_callable, _clip, _exercise, _kind, _mock_client, _run, _show,
+from miniagent.exercises._core import (_check_callable, _clip, _exercise, _kind, _mock_client, _run, _say, _show,
                                        not_yet, wrong_kind)
 from miniagent.exercises.n02 import _as_tool  # the same rules for "is this a tool?" as in 02
 
@@ -18,25 +18,32 @@ def check_05_1(population_tool: Any, client: Any) -> None:
     from miniagent.builtin_tools import default_tools
 
     if population_tool is None:
-        not_yet("population_tool is still None: write the tool and keep it here")
+        not_yet("population_tool is still None: write the tool and keep it here",
+                zh="population_tool 还是 None：写好工具，存在这里")
     learner = _as_tool(population_tool, "population_tool")
     tools = default_tools()
     if learner.name in tools:
-        not_yet(f"default_tools() already has a tool named {learner.name!r}: give yours its own name")
+        not_yet(f"default_tools() already has a tool named {learner.name!r}: give yours its own name",
+                zh=f"default_tools() 里已经有一个叫 {learner.name!r} 的工具：给你的工具另起一个名字")
     tools.register(learner)
     agent = Agent(client, tools)
     question = "What is the population of Tokyo?"
-    _run(agent.run, question, name="the agent", case=f"asked {question!r}")
+    _run(agent.run, question, name=_say("the agent", "Agent"), case=f"asked {question!r}",
+         case_zh=f"问它 {question!r} 时")
     called = [e["name"] for e in agent.trace.of_type("tool_call")]
     if learner.name not in called:
         seen = f"called {', '.join(called)}" if called else "called no tool"
-        not_yet(f"asked {question!r}, the agent {seen}: do your tool's name and description say what it returns?")
+        seen_zh = f"调用了 {', '.join(called)}" if called else "没有调用任何工具"
+        not_yet(f"asked {question!r}, the agent {seen}: do your tool's name and description say what it returns?",
+                zh=f"问 {question!r} 时，Agent {seen_zh}：你的工具的名字和描述说清楚它返回什么了吗？")
     results = [e for e in agent.trace.of_type("tool_result") if e["name"] == learner.name]
     content = str(results[-1].get("content", "")) if results else ""
     if not results or results[-1].get("is_error"):
-        not_yet(f"your tool failed when the agent called it: {_clip(content, 120)}")
+        not_yet(f"your tool failed when the agent called it: {_clip(content, 120)}",
+                zh=f"你的工具在 Agent 调用它时出错了：{_clip(content, 120)}")
     if not any(ch.isdigit() for ch in content):
-        not_yet(f"your tool answered {_show(content, 50)} for Tokyo: return the population, a number")
+        not_yet(f"your tool answered {_show(content, 50)} for Tokyo: return the population, a number",
+                zh=f"你的工具对 Tokyo 的回答是 {_show(content, 50)}：应该返回人口，一个数字")
 
 
 def _trace(events: list[dict]) -> Any:
@@ -82,11 +89,28 @@ def _demo_trace() -> Any:
     return agent.trace
 
 
+_ZH = {"a trace with 2 calls in round 1 and 1 in round 2": "第 1 轮 2 个调用、第 2 轮 1 个调用的 trace",
+       "a run of the demo question": "演示问题的一次运行",
+       "an empty trace": "空 trace",
+       "a trace with 1 call in round 1 and 3 in round 2": "第 1 轮 1 个调用、第 2 轮 3 个调用的 trace",
+       "a trace where 'fast' took 0.1 s and 'slow' 0.9 s": "一个 'fast' 用时 0.1 s、'slow' 用时 0.9 s 的 trace",
+       "a trace whose slowest result arrives first": "最慢的结果最先到达的 trace",
+       "a trace whose slowest call is neither the first nor the last": "最慢的调用既不是第一个也不是最后一个的 trace"}
+"""The Chinese of the cases' descriptions in check_05_2 and check_05_3, for the hints in the Chinese edition."""
+
+
+def _on(what: str) -> str:
+    """'在……上' around a case's Chinese description, with a space after a final Latin word ("trace 上")."""
+    zh = _ZH[what]
+    return f"在{zh}{' ' if zh[-1].isascii() else ''}上"
+
+
 @_exercise("05", 2)
 def check_05_2(calls_per_round: Any) -> None:
     """`calls_per_round(trace)` on the notebook's example, a real agent run, an empty trace and a
     trace with other events in between."""
-    _check_callable(calls_per_round, "calls_per_round", "calls_per_round(trace) returns {round: calls}")
+    _check_callable(calls_per_round, "calls_per_round", "calls_per_round(trace) returns {round: calls}",
+                    zh="calls_per_round(trace) 返回 {round: calls}，即每一轮的调用次数")
     question = {"type": "question", "text": "Weather, time and a sum?"}
     cases = [
         ("a trace with 2 calls in round 1 and 1 in round 2", _visible_trace(), {1: 2, 2: 1}),
@@ -99,21 +123,26 @@ def check_05_2(calls_per_round: Any) -> None:
          {1: 1, 2: 3}),
     ]
     for what, trace, want in cases:
-        got = _run(calls_per_round, trace, name="calls_per_round", case=f"on {what}")
+        got = _run(calls_per_round, trace, name="calls_per_round", case=f"on {what}", case_zh=_on(what))
         if got is None:
-            not_yet(f"calls_per_round returned None on {what}: return a dict {{round: number of tool calls}}")
+            not_yet(f"calls_per_round returned None on {what}: return a dict {{round: number of tool calls}}",
+                    zh=f"calls_per_round {_on(what)}返回了 None：应该返回一个 dict {{round: 工具调用次数}}")
         if not isinstance(got, Mapping):
-            wrong_kind(f"calls_per_round returned {_kind(got)}; return a dict {{round: number of tool calls}}")
+            wrong_kind(f"calls_per_round returned {_kind(got)}; return a dict {{round: number of tool calls}}",
+                       zh=f"calls_per_round 返回的是{_kind(got)}；应该返回一个 dict {{round: 工具调用次数}}")
         if dict(got) != want:
             not_yet(f"on {what} the answer is {want}, yours was {_show(dict(got), 50)}: count the tool_call "
-                    "events, grouped by their 'iteration'")
+                    "events, grouped by their 'iteration'",
+                    zh=f"{_on(what)}，答案是 {want}，你的是 {_show(dict(got), 50)}："
+                       "按 'iteration' 分组，数一数 tool_call 事件")
 
 
 @_exercise("05", 3)
 def check_05_3(slowest_tool: Any) -> None:
     """`slowest_tool(trace)` by `seconds`, on traces where the last result to arrive, the last call
     made and the slowest differ."""
-    _check_callable(slowest_tool, "slowest_tool", "slowest_tool(trace) returns a tool's name")
+    _check_callable(slowest_tool, "slowest_tool", "slowest_tool(trace) returns a tool's name",
+                    zh="slowest_tool(trace) 返回一个工具的名字")
     cases = [
         ("a trace where 'fast' took 0.1 s and 'slow' 0.9 s", _visible_trace(), "slow"),
         ("a trace whose slowest result arrives first",
@@ -125,11 +154,15 @@ def check_05_3(slowest_tool: Any) -> None:
                  *_round(2, [("d", "search_web", 0.4)])]), "fetch_page"),
     ]
     for what, trace, want in cases:
-        got = _run(slowest_tool, trace, name="slowest_tool", case=f"on {what}")
+        got = _run(slowest_tool, trace, name="slowest_tool", case=f"on {what}", case_zh=_on(what))
         if got is None:
-            not_yet(f"slowest_tool returned None on {what}: return the tool's name")
+            not_yet(f"slowest_tool returned None on {what}: return the tool's name",
+                    zh=f"slowest_tool {_on(what)}返回了 None：应该返回工具的名字")
         if not isinstance(got, str):
-            wrong_kind(f"slowest_tool returned {_kind(got)}; return the tool's name, a string such as 'get_weather'")
+            wrong_kind(f"slowest_tool returned {_kind(got)}; return the tool's name, a string such as 'get_weather'",
+                       zh=f"slowest_tool 返回的是{_kind(got)}；应该返回工具的名字，一个像 'get_weather' 这样的字符串")
         if got != want:
             not_yet(f"on {what} the slowest tool is {want!r}, yours said {_show(got, 40)}: compare the "
-                    "'seconds' of the tool_result events")
+                    "'seconds' of the tool_result events",
+                    zh=f"{_on(what)}，最慢的工具是 {want!r}，你的答案是 {_show(got, 40)}："
+                       "比较各个 tool_result 事件的 'seconds'")

@@ -23,30 +23,42 @@ CONVERT = {"name": "convert", "description": "Convert a temperature.",
 @_exercise("08", 1)
 def check_08_1(to_openai_tool: Any) -> None:
     """`to_openai_tool(tool)`: an Anthropic tool definition as an OpenAI function tool."""
-    _check_callable(to_openai_tool, "to_openai_tool", "to_openai_tool(tool) returns the OpenAI tool dict")
+    _check_callable(to_openai_tool, "to_openai_tool", "to_openai_tool(tool) returns the OpenAI tool dict",
+                    zh="to_openai_tool(tool) 返回 OpenAI 的工具 dict")
     for tool in (WEATHER, CLOCK, CONVERT):
         want = {"type": "function", "function": {"name": tool["name"], "description": tool["description"],
                                                  "parameters": tool["input_schema"]}}
         given = copy.deepcopy(tool)
-        got = _run(to_openai_tool, given, name="to_openai_tool", case=f"on the {tool['name']} tool")
+        got = _run(to_openai_tool, given, name="to_openai_tool", case=f"on the {tool['name']} tool",
+                   case_zh=f"在 {tool['name']} 工具上")
         if got is None:
-            not_yet("to_openai_tool returned None: build and return the OpenAI tool dict")
+            not_yet("to_openai_tool returned None: build and return the OpenAI tool dict",
+                    zh="to_openai_tool 返回了 None：构造 OpenAI 的工具 dict，并返回它")
         if given != tool:
-            not_yet(f"to_openai_tool changed the tool it was given ({tool['name']}): build a new dict")
+            not_yet(f"to_openai_tool changed the tool it was given ({tool['name']}): build a new dict",
+                    zh=f"to_openai_tool 修改了传给它的工具（{tool['name']}）：应该构造一个新的 dict")
         if not isinstance(got, Mapping):
-            wrong_kind(f"to_openai_tool returned {_kind(got)}; return a dict")
+            wrong_kind(f"to_openai_tool returned {_kind(got)}; return a dict",
+                       zh=f"to_openai_tool 返回的是{_kind(got)}；应该返回一个 dict")
         if got.get("type") != "function":
             not_yet(f"on {tool['name']}: an OpenAI tool says what kind it is: \"type\": \"function\"; "
-                    f"yours has type {_show(got.get('type'))}")
+                    f"yours has type {_show(got.get('type'))}",
+                    zh=f"{tool['name']} 工具：OpenAI 的工具要写明自己的类型：\"type\": \"function\"；"
+                       f"你的 type 是 {_show(got.get('type'))}")
         function = got.get("function")
         if not isinstance(function, Mapping):
             not_yet(f"on {tool['name']}: the name, description and schema go inside \"function\"; yours has "
-                    f"{_show(sorted(got))} at the top")
+                    f"{_show(sorted(got))} at the top",
+                    zh=f"{tool['name']} 工具：name、description 和 schema 都放在 \"function\" 里面；"
+                       f"你的顶层是 {_show(sorted(got))}")
         if "input_schema" in function or function.get("parameters") != tool["input_schema"]:
             not_yet(f"on {tool['name']}: OpenAI calls the schema \"parameters\" (Anthropic: \"input_schema\"); "
-                    f"keep it exactly as it is")
+                    f"keep it exactly as it is",
+                    zh=f"{tool['name']} 工具：OpenAI 把 schema 叫作 \"parameters\"（Anthropic 叫 \"input_schema\"）；"
+                       f"schema 本身原样保留")
         if dict(got) != want:
-            not_yet(f"on {tool['name']}: expected {_show(want, 70)}, got {_show(dict(got), 70)}")
+            not_yet(f"on {tool['name']}: expected {_show(want, 70)}, got {_show(dict(got), 70)}",
+                    zh=f"{tool['name']} 工具：应该是 {_show(want, 70)}，实际是 {_show(dict(got), 70)}")
 
 
 def _chunk(index: int, *, id: str | None = None, name: str | None = None, arguments: str = "") -> dict:
@@ -89,38 +101,62 @@ def _cases() -> list[tuple[str, list[dict], list[dict]]]:
     ]
 
 
+_ZH = {"two calls, one after the other": "先后到达的两个调用", "two calls whose pieces take turns": "片段交替到达的两个调用",
+       "a call without arguments": "一个没有参数的调用", "a call cut off mid-arguments": "参数传到一半被截断的调用",
+       "a plain conversation": "一段普通对话",
+       "two tool calls answered in one user turn": "在同一个 user 轮次里回答的两个工具调用",
+       "a call with no text, and a question after its result": "不带文本、结果后面还跟着一个问题的调用"}
+"""The Chinese of the cases' descriptions (`_cases`, `_tool_turns`), for the hints in the Chinese edition."""
+
+
 @_exercise("08", 2)
 def check_08_2(assemble_tool_calls: Any) -> None:
     """`assemble_tool_calls(chunks)`: the tool calls a streamed OpenAI answer adds up to, in index order:
     `{"id", "name", "input"}`, input the parsed arguments ({} when none came) or None if they never
     became valid JSON."""
     _check_callable(assemble_tool_calls, "assemble_tool_calls",
-                    "assemble_tool_calls(chunks) returns a list of {id, name, input}")
+                    "assemble_tool_calls(chunks) returns a list of {id, name, input}",
+                    zh="assemble_tool_calls(chunks) 返回一个 {id, name, input} 列表")
     for what, chunks, want in _cases():
-        got = _run(assemble_tool_calls, copy.deepcopy(chunks), name="assemble_tool_calls", case=f"on {what}")
+        got = _run(assemble_tool_calls, copy.deepcopy(chunks), name="assemble_tool_calls", case=f"on {what}",
+                   case_zh=f"在{_ZH[what]}上")
         if got is None:
-            not_yet(f"assemble_tool_calls returned None on {what}: return the list of calls")
+            not_yet(f"assemble_tool_calls returned None on {what}: return the list of calls",
+                    zh=f"assemble_tool_calls 在{_ZH[what]}上返回了 None：应该返回调用的列表")
         if not isinstance(got, list):
-            wrong_kind(f"assemble_tool_calls returned {_kind(got)}; return a list of dicts, one per call")
+            wrong_kind(f"assemble_tool_calls returned {_kind(got)}; return a list of dicts, one per call",
+                       zh=f"assemble_tool_calls 返回的是{_kind(got)}；应该返回一个 dict 列表，每个调用一个")
         if got == want:
             continue
         if len(got) != len(want):
             not_yet(f"on {what}: {len(got)} calls where there are {len(want)}: a call starts with the chunk that "
-                    "has its id and name; later pieces of it carry only its index")
+                    "has its id and name; later pieces of it carry only its index",
+                    zh=f"在{_ZH[what]}上：应该有 {len(want)} 个调用，你得到 {len(got)} 个：带 id 和 name 的 chunk "
+                       "是一个调用的开头，它后面的片段只带 index")
         for mine, right in zip(got, want):
             if not isinstance(mine, Mapping):
-                wrong_kind(f"on {what}: each call should be a dict {{id, name, input}}, got {_kind(mine)}")
+                wrong_kind(f"on {what}: each call should be a dict {{id, name, input}}, got {_kind(mine)}",
+                           zh=f"在{_ZH[what]}上：每个调用都应该是一个 dict {{id, name, input}}，实际是{_kind(mine)}")
             if (mine.get("id"), mine.get("name")) != (right["id"], right["name"]):
                 not_yet(f"on {what}: expected the call {right['id']} {right['name']}, got {mine.get('id')!r} "
-                        f"{mine.get('name')!r}: keep each index's id and name from its first chunk")
+                        f"{mine.get('name')!r}: keep each index's id and name from its first chunk",
+                        zh=f"在{_ZH[what]}上：应该是调用 {right['id']} {right['name']}，实际是 {mine.get('id')!r} "
+                           f"{mine.get('name')!r}：每个 index 的 id 和 name 都取自它的第一个 chunk")
             if mine.get("input") != right["input"]:
                 hint = ("the arguments never became valid JSON: say so with None, never guess the rest"
                         if right["input"] is None else
                         "no arguments came: that is {}" if right["input"] == {} else
                         "join the argument pieces of each index separately, then json.loads the whole")
+                hint_zh = ("参数始终没能拼成合法的 JSON：用 None 表示，不要去猜剩下的部分"
+                           if right["input"] is None else
+                           "一个参数片段都没收到：那就是 {}" if right["input"] == {} else
+                           "按 index 分别拼接参数片段，拼完整后再 json.loads")
                 not_yet(f"on {what}: call {right['id']}'s input should be {_show(right['input'])}, yours was "
-                        f"{_show(mine.get('input'))}: {hint}")
-        not_yet(f"on {what}: expected {_show(want, 70)}, got {_show(got, 70)}")
+                        f"{_show(mine.get('input'))}: {hint}",
+                        zh=f"在{_ZH[what]}上：调用 {right['id']} 的 input 应该是 {_show(right['input'])}，你的是 "
+                           f"{_show(mine.get('input'))}：{hint_zh}")
+        not_yet(f"on {what}: expected {_show(want, 70)}, got {_show(got, 70)}",
+                zh=f"在{_ZH[what]}上：应该是 {_show(want, 70)}，实际是 {_show(got, 70)}")
 
 
 def _tool_turns() -> list[tuple[str, list[dict], list[dict]]]:
@@ -166,16 +202,21 @@ def _tool_turns() -> list[tuple[str, list[dict], list[dict]]]:
 def check_08_3(to_openai_messages: Any) -> None:
     """`to_openai_messages(messages)`: canonical (Anthropic) messages as OpenAI chat messages."""
     _check_callable(to_openai_messages, "to_openai_messages",
-                    "to_openai_messages(messages) returns the OpenAI messages list")
+                    "to_openai_messages(messages) returns the OpenAI messages list",
+                    zh="to_openai_messages(messages) 返回 OpenAI 的消息列表")
     for what, messages, want in _tool_turns():
         given = copy.deepcopy(messages)
-        got = _run(to_openai_messages, given, name="to_openai_messages", case=f"on {what}")
+        got = _run(to_openai_messages, given, name="to_openai_messages", case=f"on {what}",
+                   case_zh=f"在{_ZH[what]}上")
         if got is None:
-            not_yet(f"to_openai_messages returned None on {what}: return the list of messages")
+            not_yet(f"to_openai_messages returned None on {what}: return the list of messages",
+                    zh=f"to_openai_messages 在{_ZH[what]}上返回了 None：应该返回消息列表")
         if given != messages:
-            not_yet(f"on {what}: to_openai_messages changed the messages it was given; build new ones")
+            not_yet(f"on {what}: to_openai_messages changed the messages it was given; build new ones",
+                    zh=f"在{_ZH[what]}上：to_openai_messages 修改了传给它的消息；应该构造新的消息")
         if not isinstance(got, list):
-            wrong_kind(f"to_openai_messages returned {_kind(got)}; return a list of message dicts")
+            wrong_kind(f"to_openai_messages returned {_kind(got)}; return a list of message dicts",
+                       zh=f"to_openai_messages 返回的是{_kind(got)}；应该返回一个由消息 dict 组成的列表")
         if got == want:
             continue
         if [_same_meaning(m) for m in got] == [_same_meaning(m) for m in want]:
@@ -184,21 +225,27 @@ def check_08_3(to_openai_messages: Any) -> None:
         want_roles = [m["role"] for m in want]
         if roles != want_roles:
             not_yet(f"on {what}: the roles came out as {roles}, expected {want_roles}: each tool_result becomes "
-                    "its own \"tool\" message (with tool_call_id), in order, before any text of that turn")
+                    "its own \"tool\" message (with tool_call_id), in order, before any text of that turn",
+                    zh=f"在{_ZH[what]}上：得到的 role 依次是 {roles}，应该是 {want_roles}：每个 tool_result 都单独变成"
+                       "一条 \"tool\" 消息（带 tool_call_id），按原来的顺序，放在这一轮的所有文本之前")
         for mine, right in zip(got, want):
             if mine != right:
-                hint = ""
+                hint = hint_zh = ""
                 if right.get("tool_calls") and isinstance(mine, Mapping):
                     calls = mine.get("tool_calls")
                     if calls and isinstance(calls, list) and isinstance(calls[0], Mapping):
                         arguments = (calls[0].get("function") or {}).get("arguments")
                         if not isinstance(arguments, str):
                             hint = ": a tool call's arguments are a JSON string (json.dumps), not a dict"
+                            hint_zh = "：工具调用的 arguments 是一个 JSON 字符串（json.dumps），不是 dict"
                     if "content" not in mine:
                         hint = hint or ": an assistant message with tool calls still has \"content\" (None if no text)"
+                        hint_zh = hint_zh or "：带工具调用的 assistant 消息也要有 \"content\"（没有文本就是 None）"
                 elif right["role"] in ("user", "assistant") and isinstance(right.get("content"), str):
                     hint = ": text blocks become a plain string"
-                not_yet(f"on {what}: expected {_show(right, 70)}, got {_show(mine, 70)}{hint}")
+                    hint_zh = "：text block 要变成一个普通字符串"
+                not_yet(f"on {what}: expected {_show(right, 70)}, got {_show(mine, 70)}{hint}",
+                        zh=f"在{_ZH[what]}上：应该是 {_show(right, 70)}，实际是 {_show(mine, 70)}{hint_zh}")
 
 
 def _same_meaning(message: Any) -> Any:

@@ -25,50 +25,67 @@ def check_10_1(specialist_tool: Any) -> None:
     from miniagent.loop import LoopResult
     from miniagent.tools import ToolRegistry
 
-    _check_callable(specialist_tool, "specialist_tool", "specialist_tool(client, tools, system) returns a tool")
+    _check_callable(specialist_tool, "specialist_tool", "specialist_tool(client, tools, system) returns a tool",
+                    zh="specialist_tool(client, tools, system) 返回一个工具")
     client = _mock_client()
     weather = [t for t in default_tools() if t.name == "get_weather"]
     made = _run(specialist_tool, client, weather, SPECIALIST_SYSTEM, name="specialist_tool")
     if made is None:
-        not_yet("specialist_tool returned None: define the @tool function inside it and return it")
-    specialist = _as_tool(made, "the tool specialist_tool returned")
+        not_yet("specialist_tool returned None: define the @tool function inside it and return it",
+                zh="specialist_tool 返回了 None：在它内部定义 @tool 函数，再返回这个函数")
+    specialist = _as_tool(made, "the tool specialist_tool returned", "specialist_tool 返回的工具")
     if "task" not in (specialist.input_schema.get("properties") or {}):
         not_yet(f"the tool's parameters are {list(specialist.input_schema.get('properties') or {})}: "
-                "give it one parameter, task: str")
+                "give it one parameter, task: str",
+                zh=f"这个工具的参数是 {list(specialist.input_schema.get('properties') or {})}："
+                   "只给它一个参数 task: str")
     answers = []
     for city in ("Paris", "Tokyo"):
         task = f"What is the weather in {city}?"
-        answer = _run(specialist.fn, task=task, name="your specialist", case=f"given the task {task!r}")
+        answer = _run(specialist.fn, task=task, name="your specialist", case=f"given the task {task!r}",
+                      case_zh=f"任务是 {task!r}")
         if isinstance(answer, LoopResult):
-            wrong_kind("the tool returned the whole LoopResult: return result.text, the answer only")
+            wrong_kind("the tool returned the whole LoopResult: return result.text, the answer only",
+                       zh="工具返回了整个 LoopResult：只返回 result.text，也就是回答本身")
         if not isinstance(answer, str):
-            wrong_kind(f"the tool returned {_kind(answer)}: return the specialist's answer, a str")
+            wrong_kind(f"the tool returned {_kind(answer)}: return the specialist's answer, a str",
+                       zh=f"工具返回的是{_kind(answer)}：要返回专家 Agent 的回答，一个 str")
         answers.append(answer)
     starts = _first_requests(client)
     if len(starts) < 2:
         not_yet("two tasks should start two conversations, each with just the task as its user message: "
-                "run run_loop(client, [user(task)], ...) inside the tool, on every call")
+                "run run_loop(client, [user(task)], ...) inside the tool, on every call",
+                zh="两个任务应该开启两段对话，每段只有一条 user 消息，就是任务本身："
+                   "在工具里每次调用时都运行 run_loop(client, [user(task)], ...)")
     for body, city in zip(starts[:2], ("Paris", "Tokyo")):
         sent = body["messages"][0]
         if sent.get("content") != f"What is the weather in {city}?":
             not_yet(f"the specialist's conversation began with {_show(sent.get('content'), 60)}: "
-                    "send the task itself, as the only user message")
+                    "send the task itself, as the only user message",
+                    zh=f"专家 Agent 的对话以 {_show(sent.get('content'), 60)} 开头："
+                       "把任务本身作为唯一一条 user 消息发出去")
         if body.get("system") != SPECIALIST_SYSTEM:
             not_yet(f"the specialist's requests carried system={_show(body.get('system'), 50)}: pass the "
-                    "system prompt you were given to run_loop")
+                    "system prompt you were given to run_loop",
+                    zh=f"专家 Agent 的请求带的是 system={_show(body.get('system'), 50)}："
+                       "把传给你的系统提示词传给 run_loop")
         if [t.get("name") for t in body.get("tools") or []] != ["get_weather"]:
-            not_yet("the specialist's requests did not offer exactly the tools you were given: pass tools to run_loop")
+            not_yet("the specialist's requests did not offer exactly the tools you were given: pass tools to run_loop",
+                    zh="专家 Agent 的请求里提供的工具和传给你的不完全一样：把 tools 传给 run_loop")
     if "Paris" not in answers[0] or "Tokyo" not in answers[1]:
-        not_yet(f"the answers were {_show(answers, 90)}: return result.text, the specialist's final answer")
+        not_yet(f"the answers were {_show(answers, 90)}: return result.text, the specialist's final answer",
+                zh=f"得到的回答是 {_show(answers, 90)}：要返回 result.text，也就是专家 Agent 的最终回答")
     broken = connect(offline=True, quiet=True, max_retries=0)
     broken.mock.fault(500, times=20)
     failing = _as_tool(_run(specialist_tool, broken, weather, SPECIALIST_SYSTEM, name="specialist_tool"),
-                       "the tool specialist_tool returned")
+                       "the tool specialist_tool returned", "specialist_tool 返回的工具")
     result = ToolRegistry([failing]).run({"type": "tool_use", "id": "toolu_check", "name": failing.name,
                                           "input": {"task": "What is the weather in Rome?"}})
     if not result.get("is_error"):
         not_yet(f"when the specialist's API call failed, the parent got {_show(result.get('content'), 70)} as a "
-                "normal result: if not result.ok, raise an exception saying why")
+                "normal result: if not result.ok, raise an exception saying why",
+                zh=f"专家 Agent 的 API 调用失败时，父 Agent 拿到的却是正常结果 {_show(result.get('content'), 70)}："
+                   "如果 result.ok 为假，就抛出一个说明原因的异常")
 
 
 EMAIL_CASES = [("ada@example.com", True), ("Grace.Hopper@EXAMPLE.com", True), ("bob@example.org", False),
@@ -80,30 +97,43 @@ EMAIL_CASES = [("ada@example.com", True), ("Grace.Hopper@EXAMPLE.com", True), ("
 def check_10_2(approve_email: Any) -> None:
     """`approve_email(call)` approves mail to example.com addresses only (True), refusing others with a
     reason (a str) that names the address."""
-    _check_callable(approve_email, "approve_email", "approve_email(call) returns True or a reason")
+    _check_callable(approve_email, "approve_email", "approve_email(call) returns True or a reason",
+                    zh="approve_email(call) 返回 True 或拒绝的理由")
     for address, allowed in EMAIL_CASES:
         call = {"id": "toolu_check", "name": "send_email",
                 "input": {"to": address, "subject": "Hello", "body": "Sent by the exercise check."}}
-        answer = _run(approve_email, call, name="approve_email", case=f"for mail to {address!r}")
+        answer = _run(approve_email, call, name="approve_email", case=f"for mail to {address!r}",
+                      case_zh=f"发往 {address!r} 的邮件")
         if answer is None:
-            not_yet(f"approve_email returned None for {address!r}: return True, or the reason as a str")
+            not_yet(f"approve_email returned None for {address!r}: return True, or the reason as a str",
+                    zh=f"对发往 {address!r} 的邮件，approve_email 返回了 None：要返回 True，或者以 str 返回理由")
         if allowed:
             if answer is not True:
                 not_yet(f"mail to {address!r} was not approved (you returned {_show(answer, 50)}): only the "
-                        "bool True approves; compare the domain without regard to case")
+                        "bool True approves; compare the domain without regard to case",
+                        zh=f"发往 {address!r} 的邮件没有获批（你返回的是 {_show(answer, 50)}）："
+                           "只有 bool 值 True 才算批准；比较域名时不区分大小写")
             continue
         if answer is True:
             hint = ("an address needs a name before the '@'" if address.startswith("@")
                     else "a dotted suffix is not the domain: compare everything after the last '@'"
                     if "example.com" in address.lower() else "check the domain after the '@'")
-            not_yet(f"mail to {address!r} was approved: {hint}")
+            hint_zh = ("地址在 '@' 前面要有用户名" if address.startswith("@")
+                       else "含有 example.com 不等于域名就是它：比较最后一个 '@' 之后的全部内容"
+                       if "example.com" in address.lower() else "检查 '@' 后面的域名")
+            not_yet(f"mail to {address!r} was approved: {hint}",
+                    zh=f"你批准了发往 {address!r} 的邮件：{hint_zh}")
         if answer is False:
             not_yet(f"mail to {address!r} was refused without a reason: return a str that says why, "
-                    "naming the address, so the model can tell the user")
+                    "naming the address, so the model can tell the user",
+                    zh=f"拒绝发往 {address!r} 的邮件时没有给出理由：返回一个 str 说明原因，"
+                       "并写明地址，这样模型才能告诉用户")
         if not isinstance(answer, str):
-            wrong_kind(f"approve_email returned {_kind(answer)}: return True or a reason (a str)")
+            wrong_kind(f"approve_email returned {_kind(answer)}: return True or a reason (a str)",
+                       zh=f"approve_email 返回的是{_kind(answer)}：要返回 True 或理由（一个 str）")
         if address and address not in answer:
-            not_yet(f"the refusal {_show(answer, 60)} does not name the address {address!r}")
+            not_yet(f"the refusal {_show(answer, 60)} does not name the address {address!r}",
+                    zh=f"拒绝理由 {_show(answer, 60)} 里没有写明地址 {address!r}")
 
 
 def _plan(*steps: tuple[str, bool], id: str = "toolu_plan") -> dict:
@@ -136,20 +166,36 @@ PLAN_CASES = [
     ("a plan in a user's pasted text only",
      [{"role": "user", "content": "update_plan: [ ] pretend step"}], []),
 ]
+PLAN_CASES_ZH = {  # the Chinese of each case's description
+    "no plan at all": "完全没有计划",
+    "a plan with two steps open": "计划里还有两步没完成",
+    "an older plan, then a newer one": "先有一个旧计划，后来又有一个新计划",
+    "a plan checked off completely": "计划的步骤全部完成",
+    "a plan in a user's pasted text only": "计划只出现在用户粘贴的文本里",
+}
 
 
 @_exercise("10", 3)
 def check_10_3(open_steps: Any) -> None:
     """`open_steps(messages)`: the steps not done in the latest update_plan call, in order ([] without one)."""
-    _check_callable(open_steps, "open_steps", "open_steps(messages) returns a list of step texts")
+    _check_callable(open_steps, "open_steps", "open_steps(messages) returns a list of step texts",
+                    zh="open_steps(messages) 返回步骤文本的列表")
     for case, messages, want in PLAN_CASES:
-        got = _run(open_steps, [dict(m) for m in messages], name="open_steps", case=f"on {case}")
+        what_zh = PLAN_CASES_ZH.get(case, case)
+        got = _run(open_steps, [dict(m) for m in messages], name="open_steps", case=f"on {case}",
+                   case_zh=f"用例“{what_zh}”")
         if got is None:
-            not_yet(f"open_steps returned None on {case}: return a list (empty when there is no plan)")
+            not_yet(f"open_steps returned None on {case}: return a list (empty when there is no plan)",
+                    zh=f"在用例“{what_zh}”中，open_steps 返回了 None：要返回一个列表（没有计划时返回空列表）")
         if not isinstance(got, list):
-            wrong_kind(f"open_steps returned {_kind(got)}: return a list of the open steps' texts")
+            wrong_kind(f"open_steps returned {_kind(got)}: return a list of the open steps' texts",
+                       zh=f"open_steps 返回的是{_kind(got)}：要返回未完成步骤的文本列表")
         if got != want:
             hint = ("the latest plan replaces the earlier ones: search from the end" if case.startswith("an older")
                     else "keep only steps whose done is false, as their text" if want
                     else "no update_plan tool_use block means no plan: return []")
-            not_yet(f"on {case}, you returned {_show(got, 60)}, expected {_show(want, 60)}: {hint}")
+            hint_zh = ("最新的计划取代之前的计划：从后往前找" if case.startswith("an older")
+                       else "只保留 done 为 false 的步骤，取它们的文本" if want
+                       else "没有 update_plan 的 tool_use block，就是没有计划：返回 []")
+            not_yet(f"on {case}, you returned {_show(got, 60)}, expected {_show(want, 60)}: {hint}",
+                    zh=f"在用例“{what_zh}”中，你返回了 {_show(got, 60)}，应该是 {_show(want, 60)}：{hint_zh}")

@@ -139,6 +139,14 @@ TOKEN_CASES = [
               tool("weather_expert", 21, 40, agent("weather_expert", 22, 39, model(23, 38, None))),
               model(41, 79, 310, 30)))),
 ]
+TOKEN_CASES_ZH = {  # the Chinese of each case's description
+    "one agent, two model calls and a tool": "一个 Agent，两次模型调用和一次工具调用",
+    "an orchestrator and two specialists working in parallel": "一个编排者和两个并行工作的专家 Agent",
+    "the same specialist asked twice in one round": "一轮里两次询问同一个专家 Agent",
+    "three levels: an agent asks an agent that asks an agent": "三层：一个 Agent 问另一个 Agent，后者再问第三个",
+    "two separate runs of one agent in the same tracer": "同一个 tracer 里，同一个 Agent 的两次独立运行",
+    "a specialist whose model call failed (its span has no usage)": "专家 Agent 的模型调用失败了（它的 span 没有 usage）",
+}
 
 
 def _positive(totals: Mapping[str, Any]) -> dict[str, Any]:
@@ -149,13 +157,17 @@ def _positive(totals: Mapping[str, Any]) -> dict[str, Any]:
 @_exercise("11", 1)
 def check_11_1(tokens_by_agent: Any) -> None:
     """`tokens_by_agent(tracer)`: {agent name: input + output tokens of the model calls it made itself}."""
-    _check_callable(tokens_by_agent, "tokens_by_agent", "tokens_by_agent(tracer) returns {agent name: tokens}")
+    _check_callable(tokens_by_agent, "tokens_by_agent", "tokens_by_agent(tracer) returns {agent name: tokens}",
+                    zh="tokens_by_agent(tracer) 返回 {Agent 名字: token 数}")
     for what, make in TOKEN_CASES:
-        got = _run(tokens_by_agent, make(), name="tokens_by_agent", case=f"on {what}")
+        what_zh = TOKEN_CASES_ZH.get(what, what)
+        got = _run(tokens_by_agent, make(), name="tokens_by_agent", case=f"on {what}", case_zh=f"用例“{what_zh}”")
         if got is None:
-            not_yet(f"tokens_by_agent returned None on {what}: return a dict {{agent name: tokens}}")
+            not_yet(f"tokens_by_agent returned None on {what}: return a dict {{agent name: tokens}}",
+                    zh=f"在用例“{what_zh}”中，tokens_by_agent 返回了 None：要返回一个 dict {{Agent 名字: token 数}}")
         if not isinstance(got, Mapping):
-            wrong_kind(f"tokens_by_agent returned {_kind(got)}; return a dict {{agent name: tokens}}")
+            wrong_kind(f"tokens_by_agent returned {_kind(got)}; return a dict {{agent name: tokens}}",
+                       zh=f"tokens_by_agent 返回的是{_kind(got)}；要返回一个 dict {{Agent 名字: token 数}}")
         tracer = make()
         want = _tokens_by_agent(tracer)
         if _positive(got) == _positive(want):
@@ -163,15 +175,22 @@ def check_11_1(tokens_by_agent: Any) -> None:
         names = {str(name) for name in got}
         if names and all(name.startswith("invoke_agent ") for name in names):
             not_yet("key the totals by the agent's name (the span's gen_ai.agent.name attribute), "
-                    "not by the span's name 'invoke_agent …'")
+                    "not by the span's name 'invoke_agent …'",
+                    zh="总数要以 Agent 的名字（span 的 gen_ai.agent.name 属性）为键，"
+                       "而不是 span 的名字 'invoke_agent …'")
         if _positive(got) in (_positive(_tokens_by_agent(tracer, nested=True)), _positive(_agent_attributes(tracer))):
             not_yet(f"on {what}, your totals count the sub-agents' tokens too ({_show(dict(got))}): an agent span's "
-                    "own usage includes them; sum only the model calls whose nearest agent is this one")
+                    "own usage includes them; sum only the model calls whose nearest agent is this one",
+                    zh=f"在用例“{what_zh}”中，你的总数把子 Agent 的 token 也算进去了（{_show(dict(got))}）："
+                       "Agent span 自己的 usage 已经包含了它们；只累加直属于它的模型调用（离调用最近的 Agent 就是它）")
         if _positive(got) == _positive(_tokens_by_agent(tracer, output=False)):
-            not_yet(f"on {what}, you counted input tokens only: add gen_ai.usage.output_tokens too")
+            not_yet(f"on {what}, you counted input tokens only: add gen_ai.usage.output_tokens too",
+                    zh=f"在用例“{what_zh}”中，你只算了输入 token：还要加上 gen_ai.usage.output_tokens")
         if _positive(got) == _positive(_last_run_only(tracer)):
-            not_yet(f"on {what}, an agent that ran more than once kept only one run's tokens: add them up")
-        not_yet(f"on {what}, expected {_show(want)}, got {_show(dict(got))}")
+            not_yet(f"on {what}, an agent that ran more than once kept only one run's tokens: add them up",
+                    zh=f"在用例“{what_zh}”中，运行了不止一次的 Agent 只留下了一次运行的 token：要把每次运行都加起来")
+        not_yet(f"on {what}, expected {_show(want)}, got {_show(dict(got))}",
+                zh=f"在用例“{what_zh}”中，期望 {_show(want)}，得到 {_show(dict(got))}")
 
 
 # --- exercise 2: self time -------------------------------------------------------------------
@@ -194,6 +213,15 @@ SELF_TIME_CASES = [  # (what, tree, the index of the span asked about in tracer.
               tool("x", 22, 100, agent("x", 24, 98, model(25, 60, 1, 1), model(61, 97, 1, 1))),
               tool("y", 22, 80, agent("y", 25, 78, model(26, 77, 1, 1))), model(101, 118, 1, 1))), 0),
 ]
+SELF_TIME_CASES_ZH = {  # the Chinese of each case's description
+    "a model call (no children)": "一次模型调用（没有子 span）",
+    "an agent whose calls ran one after another": "一个 Agent，它的调用一个接一个地运行",
+    "a tool that holds a sub-agent": "一个内含子 Agent 的工具",
+    "an agent with two tools in parallel": "一个 Agent，两个工具并行运行",
+    "a chain of overlapping tools": "一串依次重叠的工具",
+    "an agent with one long tool and a short one inside its time": "一个 Agent，有一个长工具，还有一个落在它时间段内的短工具",
+    "an orchestrator whose specialists ran in parallel": "一个编排者，它的专家 Agent 并行运行",
+}
 
 
 def _self_time(tracer: Any, span: Any) -> float:
@@ -230,15 +258,19 @@ def _close(a: float, b: float) -> bool:
 @_exercise("11", 2)
 def check_11_2(self_time: Any) -> None:
     """`self_time(tracer, span)`: seconds of `span` not covered by any of its direct children."""
-    _check_callable(self_time, "self_time", "self_time(tracer, span) returns seconds, a number")
+    _check_callable(self_time, "self_time", "self_time(tracer, span) returns seconds, a number",
+                    zh="self_time(tracer, span) 返回秒数，一个数字")
     for what, make, index in SELF_TIME_CASES:
+        what_zh = SELF_TIME_CASES_ZH.get(what, what)
         tracer = make()
         span = tracer.spans[index]
-        got = _run(self_time, tracer, span, name="self_time", case=f"on {what}")
+        got = _run(self_time, tracer, span, name="self_time", case=f"on {what}", case_zh=f"用例“{what_zh}”")
         if got is None:
-            not_yet(f"self_time returned None on {what}: return the seconds, a number")
+            not_yet(f"self_time returned None on {what}: return the seconds, a number",
+                    zh=f"在用例“{what_zh}”中，self_time 返回了 None：要返回秒数，一个数字")
         if isinstance(got, bool) or not isinstance(got, (int, float)):
-            wrong_kind(f"self_time returned {_kind(got)}; return a number of seconds")
+            wrong_kind(f"self_time returned {_kind(got)}; return a number of seconds",
+                       zh=f"self_time 返回的是{_kind(got)}；要返回一个表示秒数的数字")
         reference = make()
         want = _self_time(reference, reference.spans[index])
         if _close(got, want):
@@ -246,17 +278,25 @@ def check_11_2(self_time: Any) -> None:
         children = reference.children(reference.spans[index])
         summed = reference.spans[index].seconds - sum(c.seconds for c in children)
         if _close(got, want * 1000):
-            not_yet(f"on {what}, you answered {got:g}: that is milliseconds; return seconds, as span.seconds is")
+            not_yet(f"on {what}, you answered {got:g}: that is milliseconds; return seconds, as span.seconds is",
+                    zh=f"在用例“{what_zh}”中，你的答案是 {got:g}：这是毫秒；要返回秒，和 span.seconds 一样")
         if children and _close(got, reference.spans[index].seconds):
-            not_yet(f"on {what}, you returned the span's whole duration: subtract the time its children cover")
+            not_yet(f"on {what}, you returned the span's whole duration: subtract the time its children cover",
+                    zh=f"在用例“{what_zh}”中，你返回的是 span 的整个时长：要减去它的子 span 覆盖的时间")
         if _close(got, summed):
             not_yet(f"on {what}, expected {want:.3f} s, got {got:.3f} s: children that overlap in time (a parallel "
-                    "round) cover that time once; merge their intervals before you subtract")
+                    "round) cover that time once; merge their intervals before you subtract",
+                    zh=f"在用例“{what_zh}”中，期望 {want:.3f} s，得到 {got:.3f} s："
+                       "子 span 在时间上重叠时（并行的一轮），重叠部分只算一次；先合并它们的区间，再做减法")
         if _close(got, _all_descendants(reference, reference.spans[index])):
             not_yet(f"on {what}, you subtracted the grandchildren too: their time already lies inside their "
-                    "parents'; use the direct children only (tracer.children(span))")
+                    "parents'; use the direct children only (tracer.children(span))",
+                    zh=f"在用例“{what_zh}”中，你把孙 span 也减掉了：它们的时间本来就落在各自父 span 的时间里；"
+                       "只用直接子 span（tracer.children(span)）")
         not_yet(f"on {what}, expected {want:.3f} s, got {got:.3f} s: the span's seconds minus the time covered "
-                "by at least one of its children")
+                "by at least one of its children",
+                zh=f"在用例“{what_zh}”中，期望 {want:.3f} s，得到 {got:.3f} s："
+                   "用 span 的秒数减去至少被一个子 span 覆盖的时间")
 
 
 # --- exercise 3: attributes as OTLP/JSON -------------------------------------------------------
@@ -273,6 +313,15 @@ ATTRIBUTE_CASES = [
     ("a list of flags", {"miniagent.flags": [True, False]}),
     ("a big token count", {"gen_ai.usage.input_tokens": 12_345_678_901}),
 ]
+ATTRIBUTE_CASES_ZH = {  # the Chinese of each case's description
+    "a model span's attributes": "模型 span 的属性",
+    "a server address and port": "服务器地址和端口",
+    "a flag (a bool)": "标志位（bool）",
+    "a temperature (a float)": "temperature 参数（float）",
+    "lists of numbers": "数字列表",
+    "a list of flags": "标志位列表",
+    "a big token count": "很大的 token 数",
+}
 
 
 def _any_value(value: Any) -> dict:
@@ -314,20 +363,29 @@ def _same_value(got: Any, want: dict) -> bool:
 def check_11_3(otlp_attributes: Any) -> None:
     """`otlp_attributes(attributes)`: the list of {"key", "value": AnyValue} that OTLP/JSON sends."""
     _check_callable(otlp_attributes, "otlp_attributes",
-                    'otlp_attributes(attributes) returns a list of {"key": ..., "value": {...}}')
+                    'otlp_attributes(attributes) returns a list of {"key": ..., "value": {...}}',
+                    zh='otlp_attributes(attributes) 返回由 {"key": ..., "value": {...}} 组成的列表')
     for what, attributes in ATTRIBUTE_CASES:
-        got = _run(otlp_attributes, dict(attributes), name="otlp_attributes", case=f"on {what}")
+        what_zh = ATTRIBUTE_CASES_ZH.get(what, what)
+        got = _run(otlp_attributes, dict(attributes), name="otlp_attributes", case=f"on {what}",
+                   case_zh=f"用例“{what_zh}”")
         if got is None:
-            not_yet(f"otlp_attributes returned None on {what}: return the list of key-value dicts")
+            not_yet(f"otlp_attributes returned None on {what}: return the list of key-value dicts",
+                    zh=f"在用例“{what_zh}”中，otlp_attributes 返回了 None：要返回由键值 dict 组成的列表")
         if isinstance(got, Mapping):
-            wrong_kind('otlp_attributes returned a dict; OTLP sends a list: [{"key": name, "value": {...}}, ...]')
+            wrong_kind('otlp_attributes returned a dict; OTLP sends a list: [{"key": name, "value": {...}}, ...]',
+                       zh='otlp_attributes 返回的是一个 dict；OTLP 发送的是列表：[{"key": name, "value": {...}}, ...]')
         if not isinstance(got, (list, tuple)):
-            wrong_kind(f"otlp_attributes returned {_kind(got)}; return a list of key-value dicts")
+            wrong_kind(f"otlp_attributes returned {_kind(got)}; return a list of key-value dicts",
+                       zh=f"otlp_attributes 返回的是{_kind(got)}；要返回由键值 dict 组成的列表")
         if not all(isinstance(item, Mapping) and set(item) == {"key", "value"} for item in got):
-            not_yet(f'on {what}, each item should be a dict with exactly "key" and "value", got {_show(list(got))}')
+            not_yet(f'on {what}, each item should be a dict with exactly "key" and "value", got {_show(list(got))}',
+                    zh=f'在用例“{what_zh}”中，每一项都应该是只含 "key" 和 "value" 两个键的 dict，'
+                       f"你给的是 {_show(list(got))}")
         keys = [item["key"] for item in got]
         if sorted(map(str, keys)) != sorted(attributes):
-            not_yet(f"on {what}, the keys should be {sorted(attributes)}, once each; yours were {_show(keys)}")
+            not_yet(f"on {what}, the keys should be {sorted(attributes)}, once each; yours were {_show(keys)}",
+                    zh=f"在用例“{what_zh}”中，键应该是 {sorted(attributes)}，每个出现一次；你的是 {_show(keys)}")
         by_key = {item["key"]: item["value"] for item in got}
         for key, value in attributes.items():
             want = _any_value(value)
@@ -338,16 +396,22 @@ def check_11_3(otlp_attributes: Any) -> None:
 
 def _explain(what: str, key: str, value: Any, got: Any, want: dict) -> None:
     shown = f"on {what}, {key}={value!r} became {_show(got)}; expected {_show(want)}"
+    shown_zh = (f"在用例“{ATTRIBUTE_CASES_ZH.get(what, what)}”中，{key}={value!r} 变成了 {_show(got)}；"
+                f"应该是 {_show(want)}")
     kinds = set(got) if isinstance(got, Mapping) else set()
     if _contains_bool(value) and "intValue" in str(got):
-        not_yet(f"{shown}: True is an int in Python (isinstance(True, int)), so test for bool before int")
+        not_yet(f"{shown}: True is an int in Python (isinstance(True, int)), so test for bool before int",
+                zh=f"{shown_zh}：在 Python 里 True 也是 int（isinstance(True, int)），所以要先判断 bool，再判断 int")
     if isinstance(value, (int, float)) and kinds == {"stringValue"}:
-        not_yet(f"{shown}: numbers stay numbers (intValue, doubleValue), so a backend can sum and sort them")
+        not_yet(f"{shown}: numbers stay numbers (intValue, doubleValue), so a backend can sum and sort them",
+                zh=f"{shown_zh}：数字要保持为数字（intValue、doubleValue），后端才能对它们求和、排序")
     if isinstance(value, list) and "arrayValue" not in kinds:
-        not_yet(f'{shown}: a list is {{"arrayValue": {{"values": [one AnyValue per item]}}}}')
+        not_yet(f'{shown}: a list is {{"arrayValue": {{"values": [one AnyValue per item]}}}}',
+                zh=f'{shown_zh}：列表要写成 {{"arrayValue": {{"values": [每个元素一个 AnyValue]}}}}')
     if isinstance(value, float) and "intValue" in kinds:
-        not_yet(f"{shown}: a float is a doubleValue (keep 0.7 a number, not rounded)")
-    not_yet(shown)
+        not_yet(f"{shown}: a float is a doubleValue (keep 0.7 a number, not rounded)",
+                zh=f"{shown_zh}：float 对应 doubleValue（0.7 要保持为数字，不要取整）")
+    not_yet(shown, zh=shown_zh)
 
 
 def _contains_bool(value: Any) -> bool:
