@@ -67,3 +67,20 @@ def test_a_hint_in_chinese(monkeypatch):
     monkeypatch.setenv("MINIAGENT_LANG", "zh")
     verdict = exercises.check_13_1(lambda before, after: None)
     assert repr(verdict).startswith("练习 1：还没好：") and any("\u4e00" <= c <= "\u9fff" for c in verdict.hint)
+
+
+def test_the_command_line_speaks_the_learners_language(monkeypatch, capsys):
+    from miniagent.__main__ import main
+
+    monkeypatch.setenv("MINIAGENT_LANG", "zh")
+    with pytest.raises(SystemExit):
+        main(["--help"])
+    shown = capsys.readouterr().out
+    assert shown.startswith("用法：python -m miniagent") and "选项" in shown and "显示这段帮助并退出" in shown
+    with pytest.raises(SystemExit) as exit_info:
+        main([""])
+    assert exit_info.value.code == 2 and "错误：问题是空的" in capsys.readouterr().err
+    monkeypatch.setenv("MINIAGENT_LANG", "en")
+    with pytest.raises(SystemExit):
+        main(["--help"])
+    assert capsys.readouterr().out.startswith("usage: python -m miniagent")
