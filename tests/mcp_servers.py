@@ -24,10 +24,13 @@ import os
 import sys
 import threading
 import time
+from datetime import datetime, timezone
 
 from miniagent import builtin_tools
 
 MODE = sys.argv[1] if len(sys.argv) > 1 else "weather"
+# A fixed clock, so that two clients asking the time a second apart get the same answer.
+builtin_tools.now = lambda: datetime(2026, 5, 9, 6, 23, 11, tzinfo=timezone.utc)
 _write_lock = threading.Lock()
 
 
