@@ -148,13 +148,21 @@ notebooks: $(STAMP)  ## build notebooks/src/*.py into .ipynb, run each offline i
 # The workshop edition: the notebooks without their reference solutions, in student/
 # (git-ignored, never collected by make test). A notebook already there is never
 # overwritten, because it holds a learner's work: delete it to get a fresh copy.
-.PHONY: student lab-student test-student
+.PHONY: student lab-student test-student student-zh lab-student-zh
 
 student: $(STAMP)  ## write the student edition (no reference solutions) to student/, keeping notebooks already there
 	$(PY) scripts/nbtools.py student student notebooks/[0-9]*.ipynb
 
 lab-student: student  ## open JupyterLab at the student edition in student/ (offline unless ANTHROPIC_API_KEY is set)
 	$(VENV)/bin/jupyter lab --notebook-dir=student --port=$(PORT) $(ROOT_FLAG)
+
+student-zh: $(STAMP)  ## 中文版的学生版: the Chinese student edition in student/zh/ (no reference solutions; notebooks already there are kept)
+	$(PY) scripts/nbtools.py student student/zh notebooks/zh/[0-9]*.ipynb
+
+lab-student-zh: student-zh  ## the Chinese student edition in JupyterLab's Chinese UI
+	@mkdir -p "$(ZH_SETTINGS)/@jupyterlab/translation-extension"
+	@echo '{"locale": "zh_CN"}' > "$(ZH_SETTINGS)/@jupyterlab/translation-extension/plugin.jupyterlab-settings"
+	JUPYTERLAB_SETTINGS_DIR="$(ZH_SETTINGS)" MINIAGENT_LANG=zh $(VENV)/bin/jupyter lab --notebook-dir=student/zh --port=$(PORT) $(ROOT_FLAG)
 
 test-student: $(STAMP)  ## every student notebook run offline (each check must say "not yet"); nbval's strictness
 	MINIAGENT_OFFLINE=1 $(PY) -m pytest -n 2 tests/check_student_edition.py tests/test_nbval_strict.py -p no:cacheprovider

@@ -172,6 +172,7 @@ def execute(path: Path, previous: nbformat.NotebookNode | None = None) -> float:
 
 STUDENT_NOTE = ("*The reference solution is in the instructor's edition of this notebook "
                 "(`notebooks/` in the repository).*")
+STUDENT_NOTE_ZH = "*参考答案在这个 notebook 的讲师版里（仓库中的 `notebooks/zh/`）。*"
 CLEARED = {"exercise", "check"}  # tags of the cells whose outputs the student edition clears
 
 
@@ -187,7 +188,8 @@ def student_edition(path: Path, folder: Path) -> Path:
     for cell in nb.cells:
         tags = set(cell.get("metadata", {}).get("tags", []))
         if "solution" in tags:
-            note = nbformat.v4.new_markdown_cell(STUDENT_NOTE)
+            chinese = nb.metadata.get("miniagent", {}).get("edition") == "zh"
+            note = nbformat.v4.new_markdown_cell(STUDENT_NOTE_ZH if chinese else STUDENT_NOTE)
             note.id = cell.get("id") or note.id
             cells.append(note)
             continue

@@ -98,3 +98,13 @@ def test_soft_line_breaks_between_chinese_are_joined_and_nothing_else_is():
     english = "one line\nanother line"
     assert nbtools.unwrap_cjk(english) == english
 
+
+
+def test_the_chinese_student_edition_says_where_the_solutions_are_in_chinese(tmp_path):
+    written = nbtools.student_edition(ROOT / "notebooks" / "zh" / "12_mcp.ipynb", tmp_path)
+    nb = nbformat.read(written, as_version=4)
+    notes = [c.source for c in nb.cells if c.source == nbtools.STUDENT_NOTE_ZH]
+    assert len(notes) == 3  # one per exercise of notebook 12
+    assert not any("solution" in c.get("metadata", {}).get("tags", []) for c in nb.cells)
+    checks = [c for c in nb.cells if "check" in c.get("metadata", {}).get("tags", [])]
+    assert len(checks) == 3 and all(c.outputs == [] for c in checks)
