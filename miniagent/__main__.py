@@ -43,9 +43,9 @@ def _positive_int(text: str) -> int:
 
 def _t(english: str, chinese: str) -> str:
     """The text in the learner's language (MINIAGENT_LANG=zh: Chinese; see miniagent/i18n.py)."""
-    from miniagent.i18n import language
+    from miniagent.i18n import t
 
-    return chinese if language() == "zh" else english
+    return t(english, chinese)
 
 
 class _Formatter(argparse.RawDescriptionHelpFormatter):

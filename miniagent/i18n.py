@@ -35,3 +35,9 @@ def language() -> str:
 def say(key: str, **values: object) -> str:
     """The message `key` in the current language, filled with `values`."""
     return MESSAGES[key][language()].format(**values)
+
+
+def t(english: str, chinese: str) -> str:
+    """One text in two languages, for the few places with no catalogue entry (the CLI, the chat widget)."""
+    return chinese if language() == "zh" else english
+

@@ -23,6 +23,7 @@ from typing import Any, Callable
 
 import ipywidgets as widgets
 
+from miniagent.i18n import t
 from miniagent.trace import Trace, describe
 
 _TRANSCRIPT_STYLE = ("max-height:420px;overflow-y:auto;padding:6px 8px;border:1px solid #ddd;"
@@ -108,8 +109,10 @@ class ChatView(widgets.VBox):
         self._by_you: dict[str, dict] = {}     # call id -> {"approved", "reason"} decided with the buttons
         self._run: tuple[dict, int] | None = None  # (turn, first trace event) of the run in flight
         self.transcript = widgets.HTML()
-        self.input = widgets.Text(placeholder="Ask the agent…", layout=widgets.Layout(flex="1 1 auto", width="auto"))
-        self.button = widgets.Button(description="Send", button_style="primary", tooltip="Send (or press Enter)")
+        self.input = widgets.Text(placeholder=t("Ask the agent…", "向 Agent 提问…"),
+                                  layout=widgets.Layout(flex="1 1 auto", width="auto"))
+        self.button = widgets.Button(description=t("Send", "发送"), button_style="primary",
+                                     tooltip=t("Send (or press Enter)", "发送（或按回车）"))
         self.tokens = widgets.HTML()
         self.transcript.add_class("miniagent-chat-transcript")
         self.input.add_class("miniagent-chat-input")
@@ -117,12 +120,14 @@ class ChatView(widgets.VBox):
         self.tokens.add_class("miniagent-chat-tokens")
         # The approval panel: in the view's children only while a call waits for a click.
         self.approval_call = widgets.HTML()
-        self.approve_button = widgets.Button(description="Approve", button_style="success",
-                                             tooltip="Run this call", icon="check")
-        self.deny_button = widgets.Button(description="Deny", button_style="danger",
-                                          tooltip="Do not run it; the model is told (and why, if you say)",
+        self.approve_button = widgets.Button(description=t("Approve", "批准"), button_style="success",
+                                             tooltip=t("Run this call", "执行这次调用"), icon="check")
+        self.deny_button = widgets.Button(description=t("Deny", "拒绝"), button_style="danger",
+                                          tooltip=t("Do not run it; the model is told (and why, if you say)",
+                                                    "不执行；模型会收到通知（如果你写了原因，也会收到原因）"),
                                           icon="times")
-        self.reason = widgets.Text(placeholder="Why not? (optional, for Deny; Enter denies)",
+        self.reason = widgets.Text(placeholder=t("Why not? (optional, for Deny; Enter denies)",
+                                                 "为什么不批准？（可选，用于拒绝；按回车即拒绝）"),
                                    layout=widgets.Layout(flex="1 1 auto", width="auto"))
         self.approval = widgets.VBox([self.approval_call,
                                       widgets.HBox([self.approve_button, self.deny_button, self.reason])])
@@ -232,7 +237,7 @@ class ChatView(widgets.VBox):
 
     def _busy(self, busy: bool) -> None:
         self.input.disabled = self.button.disabled = busy
-        self.button.description = "…" if busy else "Send"
+        self.button.description = "…" if busy else t("Send", "发送")
         self._render(thinking=busy)
 
     # --- approval with the buttons ------------------------------------------------------
@@ -286,10 +291,11 @@ class ChatView(widgets.VBox):
             turn["tools"] = _tool_rows(self.agent.trace.events[start:])
         pretty = json.dumps(call.get("input", {}), ensure_ascii=False, indent=2)
         self.approval_call.value = (
-            f'<div style="{_PANEL_STYLE}"><b>The agent wants to run</b> '
+            f'<div style="{_PANEL_STYLE}"><b>{t("The agent wants to run", "Agent 想要执行")}</b> '
             f'<code class="miniagent-approval-tool">{html.escape(str(call.get("name")))}</code> '
-            f'<b>with</b><pre style="margin:4px 0;white-space:pre-wrap">{html.escape(pretty)}</pre>'
-            "Approve it to run it; Deny tells the model it was not run (and why, if you say).</div>")
+            f'<b>{t("with", "参数为")}</b><pre style="margin:4px 0;white-space:pre-wrap">{html.escape(pretty)}</pre>'
+            + t("Approve it to run it; Deny tells the model it was not run (and why, if you say).",
+                "批准即执行；拒绝会告诉模型这次调用没有执行（如果你写了原因，也会告诉它原因）。") + "</div>")
         self.reason.value = ""
         self.approve_button.disabled = self.deny_button.disabled = self.reason.disabled = False
         self._render(thinking=True)
@@ -317,9 +323,11 @@ class ChatView(widgets.VBox):
         if thinking and waiting is None:
             parts.append('<div style="color:#888"><i>thinking…</i></div>')
         if not parts:
-            parts.append('<div style="color:#888">No messages yet. Ask something below.</div>')
+            parts.append(f'<div style="color:#888">{t("No messages yet. Ask something below.", "还没有消息。在下面提个问题吧。")}</div>')
         self.transcript.value = f'<div style="{_TRANSCRIPT_STYLE}">{"".join(parts)}</div>'
-        self.tokens.value = f'<span style="color:#666;font-size:12px">{html.escape(self.token_line())}</span>'
+        usage = self.agent.usage
+        line = t(self.token_line(), f"token：输入 {usage.input_tokens:,} · 输出 {usage.output_tokens:,} · 调用模型 {usage.calls} 次")
+        self.tokens.value = f'<span style="color:#666;font-size:12px">{html.escape(line)}</span>'
 
     def token_line(self) -> str:
         usage = self.agent.usage
@@ -421,22 +429,33 @@ def _decision(call: dict, approval: dict | None, by_you: dict[str, dict], waitin
     return f"denied{who}" + (f": {reason}" if isinstance(reason, str) and reason.strip() else "")
 
 
+def _decision_shown(decision: str) -> str:
+    """A tool line's approval, as the page shows it (the decision itself stays English: code compares it)."""
+    chinese = [(WAITING, "等待你的批准…"), ("approved by you", "已由你批准"), ("approved", "已批准"),
+               ("denied by you", "已被你拒绝"), ("denied", "已拒绝")]
+    for english, zh in chinese:
+        if decision.startswith(english):
+            return t(decision, zh + decision[len(english):].replace(": ", "：", 1))
+    return decision
+
+
 def _turn_html(turn: dict, by_you: dict[str, dict] | None = None, waiting: dict | None = None) -> str:
     esc = html.escape
-    out = [f'<div class="miniagent-user" style="margin:6px 0"><b>You:</b> {esc(turn["question"])}</div>']
+    out = [f'<div class="miniagent-user" style="margin:6px 0"><b>{t("You:", "你：")}</b> {esc(turn["question"])}</div>']
     for call, result, approval in turn["tools"]:
         failed = bool(result and result.get("is_error"))
         content = "(no result)" if result is None else result.get("content", "")
         content = content if isinstance(content, str) else _args(content)
         decision = _decision(call, approval, by_you or {}, waiting)
         colour = "#a66b00" if decision == WAITING else "#b00" if decision.startswith("denied") else "#080"
-        shown = (f' · <span class="miniagent-decision" style="font-weight:bold;color:{colour}">{esc(decision)}</span>'
-                 if decision else "")
+        shown = (f' · <span class="miniagent-decision" style="font-weight:bold;color:{colour}">'
+                 f'{esc(_decision_shown(decision))}</span>' if decision else "")
         out.append(
             f'<details class="miniagent-tool" style="margin:2px 0 2px 16px;color:{"#b00" if failed else "#555"}">'
-            f'<summary>tool: {esc(call["name"])}({esc(_args(call.get("input", {})))}){shown}</summary>'
-            f'<div style="margin-left:16px">arguments: <code>{esc(_args(call.get("input", {})))}</code><br>'
-            f'{"error" if failed else "result"}:<pre style="white-space:pre-wrap;margin:2px 0">{esc(content)}</pre>'
+            f'<summary>{t("tool", "工具")}: {esc(call["name"])}({esc(_args(call.get("input", {})))}){shown}</summary>'
+            f'<div style="margin-left:16px">{t("arguments", "参数")}: <code>{esc(_args(call.get("input", {})))}</code><br>'
+            f'{t("error", "出错") if failed else t("result", "结果")}:'
+            f'<pre style="white-space:pre-wrap;margin:2px 0">{esc(content)}</pre>'
             f"</div></details>")
     ran = {call.get("id") for call, _result, _approval in turn["tools"]}
     for call in (turn.get("forming") or {}).values():  # streaming: calls of this round not yet run
@@ -444,12 +463,12 @@ def _turn_html(turn: dict, by_you: dict[str, dict] | None = None, waiting: dict 
             continue  # already a tool line above
         shown = _args(call["input"]) if call["done"] and call["input"] is not None else call["partial_json"] + "…"
         out.append(f'<div class="miniagent-tool-forming" style="margin:2px 0 2px 16px;color:#888">'
-                   f'tool: {esc(str(call["name"]))}({esc(shown)})</div>')
+                   f'{t("tool", "工具")}: {esc(str(call["name"]))}({esc(shown)})</div>')
     if turn["answer"]:
         out.append(f'<div class="miniagent-answer" style="margin:6px 0;white-space:pre-wrap">'
-                   f"<b>Agent:</b> {esc(turn['answer'])}</div>")
+                   f"<b>{t('Agent:', 'Agent：')}</b> {esc(turn['answer'])}</div>")
     if turn["stopped"]:
-        out.append(f'<div class="miniagent-stopped" style="color:#b00">stopped: {esc(turn["stopped"])}</div>')
+        out.append(f'<div class="miniagent-stopped" style="color:#b00">{t("stopped", "已停止")}: {esc(turn["stopped"])}</div>')
     return "".join(out)
 
 

@@ -369,3 +369,15 @@ def test_two_calls_in_one_round_are_asked_one_at_a_time(deleted):
     assert [line.split(" -> ")[0] for line in tool_lines(view)] == [
         '  tool delete_file({"path": "a.txt"}) · approved by you',
         '  tool delete_file({"path": "b.txt"}) · denied by you']
+
+
+def test_the_chat_speaks_the_learners_language(monkeypatch):
+    monkeypatch.setenv("MINIAGENT_LANG", "zh")
+    view = ChatView(Agent(connect(offline=True, quiet=True), builtin_tools.default_tools()))
+    assert (view.button.description, view.input.placeholder) == ("发送", "向 Agent 提问…")
+    assert (view.approve_button.description, view.deny_button.description) == ("批准", "拒绝")
+    view.send("What is 6 * 7?")
+    page = view.transcript.value
+    assert "你：" in page and "Agent：" in page and "工具: calculate" in page and "42" in page
+    assert "调用模型 2 次" in view.tokens.value
+    assert repr(view).startswith("ChatView · 1 question(s)")  # the text form stays as saved in the notebooks

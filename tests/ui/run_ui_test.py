@@ -12,9 +12,10 @@ tokens a second, like a real model), and the page records the answer's text at e
 change of the transcript, which must show at least two growing partial answers
 before the final one. Then it checks that Enter sends too. Then it opens the student edition of 00_setup.ipynb
 (as `make student` writes it: no reference solution, the check's output cleared), runs
-it, and checks that its exercise check says "not yet" there. Last, it switches JupyterLab's
-UI to Chinese (the language pack of `make lab-zh`), opens the Chinese edition of notebook 05
-(notebooks/zh/), and does the chat steps again with the Chinese menus. Screenshots go to
+it, and checks that its exercise check says "not yet" there. Last, it starts JupyterLab again
+as `make lab-zh` does (the Chinese UI language set in its settings, MINIAGENT_LANG=zh for the
+kernels), opens the Chinese edition of notebook 05 (notebooks/zh/), and does the chat steps
+again with the Chinese menus and the chat widget's Chinese labels. Screenshots go to
 ui-test/chat.png, ui-test/student.png and ui-test/chat-zh.png (and ui-test/failure.png when a
 step fails).
 The server is always shut down.
@@ -30,7 +31,6 @@ from __future__ import annotations
 import importlib.util
 import json
 import os
-import shutil
 import signal
 import socket
 import subprocess
@@ -101,16 +101,20 @@ def paced_copy(source: Path, target: Path) -> None:
     nbformat.write(notebook, target)
 
 
-def prepare(workdir: Path) -> tuple[Path, dict]:
-    """A copy of the notebooks to serve, and the environment for the server."""
+def prepare(workdir: Path, chinese: bool = False) -> tuple[Path, dict]:
+    """A copy of the notebooks to serve, and the environment for the server (`chinese`: as make lab-zh)."""
     served = workdir / "notebooks"
     served.mkdir()
-    paced_copy(ROOT / "notebooks" / NOTEBOOK, served / NOTEBOOK)
-    (served / "zh").mkdir()
-    paced_copy(ROOT / "notebooks" / "zh" / NOTEBOOK, served / "zh" / NOTEBOOK)
-    nbtools().student_edition(ROOT / "notebooks" / STUDENT_NOTEBOOK, served / "student")
+    if chinese:
+        (served / "zh").mkdir()
+        paced_copy(ROOT / "notebooks" / "zh" / NOTEBOOK, served / "zh" / NOTEBOOK)
+    else:
+        paced_copy(ROOT / "notebooks" / NOTEBOOK, served / NOTEBOOK)
+        nbtools().student_edition(ROOT / "notebooks" / STUDENT_NOTEBOOK, served / "student")
     settings = workdir / "settings"
-    for name, values in SETTINGS.items():
+    chosen = {**SETTINGS, **({"@jupyterlab/translation-extension/plugin.jupyterlab-settings": {"locale": "zh_CN"}}
+                             if chinese else {})}
+    for name, values in chosen.items():
         path = settings / name
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(json.dumps(values))
@@ -118,6 +122,7 @@ def prepare(workdir: Path) -> tuple[Path, dict]:
                JUPYTERLAB_WORKSPACES_DIR=str(workdir / "workspaces"), JUPYTER_RUNTIME_DIR=str(workdir / "runtime"),
                JUPYTER_DATA_DIR=str(workdir / "data"))
     env.pop("ANTHROPIC_API_KEY", None)
+    env["MINIAGENT_LANG"] = "zh" if chinese else "en"
     return served, env
 
 
@@ -164,21 +169,10 @@ def step(name: str) -> None:
     print(f"[ui] {name}", flush=True)
 
 
-ENGLISH = {"run": "Run", "run all": "Run All Cells", "screenshot": "chat.png", "folder": ""}
-CHINESE = {"run": "运行", "run all": "运行所有单元格", "screenshot": "chat-zh.png", "folder": "zh/"}
-
-
-def switch_to_chinese(page, base: str, token: str) -> None:
-    """JupyterLab's UI language is a setting: set it to zh_CN through the settings API, as the
-    Settings menu would, then load the page again."""
-    step("switch the UI to Chinese")
-    body = json.dumps({"raw": json.dumps({"locale": "zh_CN"})}).encode()
-    request = urllib.request.Request(f"{base}/lab/api/settings/@jupyterlab/translation-extension:plugin",
-                                     data=body, method="PUT",
-                                     headers={"Authorization": f"token {token}", "Content-Type": "application/json"})
-    with urllib.request.urlopen(request, timeout=30) as response:
-        if response.status not in (200, 204):
-            raise UITestError(f"setting the UI language answered {response.status}")
+ENGLISH = {"run": "Run", "run all": "Run All Cells", "screenshot": "chat.png", "folder": "", "you": "You:",
+           "tool": "tool: "}
+CHINESE = {"run": "运行", "run all": "运行所有单元格", "screenshot": "chat-zh.png", "folder": "zh/", "you": "你：",
+           "tool": "工具: "}
 
 
 def drive(page, base: str, token: str, labels: dict = ENGLISH) -> None:
@@ -208,7 +202,7 @@ def drive(page, base: str, token: str, labels: dict = ENGLISH) -> None:
     chat_input.scroll_into_view_if_needed(timeout=10_000)
     transcript = page.locator(".miniagent-chat-transcript")
     page.wait_for_function("document.querySelector('.miniagent-chat-transcript')"
-                           " && document.querySelector('.miniagent-chat-transcript').innerText.includes('You:')",
+                           f" && document.querySelector('.miniagent-chat-transcript').innerText.includes('{labels['you']}')",
                            timeout=30_000)
     if "3584" in transcript.inner_text():
         raise UITestError("the transcript holds 3584 before the question was asked; the check would prove nothing")
@@ -228,7 +222,7 @@ def drive(page, base: str, token: str, labels: dict = ENGLISH) -> None:
                           f"{transcript.inner_text()[-800:]}") from exc
     check_streamed(page.evaluate("window.__answers"))
     text = transcript.inner_text()
-    if DEMO not in text or text.count("tool: get_weather") < 2:
+    if DEMO not in text or text.count(labels["tool"] + "get_weather") < 2:
         raise UITestError(f"the answer came, but the question or its tool calls are missing:\n{text[-800:]}")
     if chat_input.input_value() != "":
         raise UITestError("the input box was not cleared after sending")
@@ -331,26 +325,15 @@ def dismiss_toasts(page) -> None:
     page.wait_for_timeout(200)
 
 
-def main() -> int:
-    if not Path(CHROMIUM).exists():
-        print(f"ui test: no Chromium at {CHROMIUM}; install it with `apt-get install -y chromium` "
-              "(not `playwright install`), or set MINIAGENT_CHROMIUM to its path.", file=sys.stderr)
-        return 1
-    try:
-        from playwright.sync_api import sync_playwright
-    except ImportError:
-        print("ui test: the `playwright` package is missing; run `make setup` (it is in requirements.txt).",
-              file=sys.stderr)
-        return 1
-
-    started = time.monotonic()
+def session(sync_playwright, chinese: bool) -> int:
+    """One JupyterLab server and the steps a learner takes in it; 0, or 1 with the failure reported."""
     port, token = free_port(), os.urandom(16).hex()
     base = f"http://127.0.0.1:{port}"
     with tempfile.TemporaryDirectory(prefix="miniagent-ui-") as tmp:
         workdir = Path(tmp)
-        served, env = prepare(workdir)
+        served, env = prepare(workdir, chinese)
         log = workdir / "jupyter.log"
-        step(f"start jupyter lab on port {port}")
+        step(f"start jupyter lab on port {port}" + (" as make lab-zh does" if chinese else ""))
         server = start_server(served, env, port, token, log)
         page = None
         try:
@@ -360,10 +343,11 @@ def main() -> int:
                 try:
                     page = browser.new_page(viewport={"width": 1280, "height": 1000})
                     try:
-                        drive(page, base, token)
-                        drive_student(page, base, token)
-                        switch_to_chinese(page, base, token)
-                        drive(page, base, token, CHINESE)
+                        if chinese:
+                            drive(page, base, token, CHINESE)
+                        else:
+                            drive(page, base, token)
+                            drive_student(page, base, token)
                     except Exception:
                         OUT.mkdir(exist_ok=True)
                         page.screenshot(path=str(OUT / "failure.png"))
@@ -379,6 +363,26 @@ def main() -> int:
         finally:
             step("stop jupyter lab")
             stop_server(server, base, token)
+    return 0
+
+
+def main() -> int:
+    if not Path(CHROMIUM).exists():
+        print(f"ui test: no Chromium at {CHROMIUM}; install it with `apt-get install -y chromium` "
+              "(not `playwright install`), or set MINIAGENT_CHROMIUM to its path.", file=sys.stderr)
+        return 1
+    try:
+        from playwright.sync_api import sync_playwright
+    except ImportError:
+        print("ui test: the `playwright` package is missing; run `make setup` (it is in requirements.txt).",
+              file=sys.stderr)
+        return 1
+
+    started = time.monotonic()
+    for chinese in (False, True):  # the English edition; then the Chinese one, as `make lab-zh` serves it
+        failed = session(sync_playwright, chinese)
+        if failed:
+            return failed
     print(f"ui test passed in {time.monotonic() - started:.0f} s; screenshots: {OUT / 'chat.png'}, "
           f"{OUT / 'student.png'}, {OUT / 'chat-zh.png'} (the Chinese edition, in the Chinese UI)")
     return 0
