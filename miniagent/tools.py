@@ -404,7 +404,8 @@ def format_output(value: Any) -> str:
             text = safe_str(value)
     else:
         text = safe_str(value)
-    return clean_text(text) or "(no output)"
+    text = clean_text(text)
+    return text if text.strip() else "(no output)"  # whitespace alone is no output (b"\t" too): the API wants text
 
 
 def call_with_timeout(fn: Callable[..., Any], kwargs: dict, timeout: float) -> tuple[bool, Any]:

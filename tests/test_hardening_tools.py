@@ -221,3 +221,9 @@ def test_history_trace_and_next_request_keep_what_the_model_sent():
     assert response_event["content"][0]["input"] == ARGS
     sent = llm.mock.requests[1]["body"]["messages"][1]["content"][0]["input"]
     assert sent == ARGS
+
+
+@pytest.mark.parametrize("value", ["", " ", "\t", b"\t", b"\n \r", None])
+def test_no_output_and_whitespace_alone_become_a_placeholder_the_api_accepts(value):
+    registry = ToolRegistry([Tool("t", "d", ANY_ARGS, lambda: value)])
+    assert registry.run(use("t"))["content"] == "(no output)"
