@@ -86,6 +86,7 @@ def test_plain_tools_run_in_threads_at_the_same_time():
     """Each waits for all the others: this finishes only if they all run at once, off the event loop."""
     n = 5
     barrier = threading.Barrier(n, timeout=WAIT)
+    ticked = threading.Event()  # set by the event loop: the tools wait for it, so it must keep running
 
     @tool
     def meet(k: int) -> str:
@@ -95,6 +96,7 @@ def test_plain_tools_run_in_threads_at_the_same_time():
             k: which one
         """
         barrier.wait()
+        ticked.wait(WAIT)  # a tool run on the loop itself would block it, and this would time out
         return f"met {k}"
 
     async def main():
@@ -104,6 +106,8 @@ def test_plain_tools_run_in_threads_at_the_same_time():
             nonlocal ticks
             while True:
                 ticks += 1
+                if ticks >= 3:
+                    ticked.set()
                 await asyncio.sleep(0.001)
 
         beat = asyncio.create_task(ticker())
@@ -113,7 +117,7 @@ def test_plain_tools_run_in_threads_at_the_same_time():
 
     results, ticks = asyncio.run(main())
     assert [r["content"] for r in results] == [f"met {k}" for k in range(n)]
-    assert ticks > 1
+    assert ticks >= 3 and ticked.is_set()
 
 
 def test_coroutine_tools_run_at_the_same_time():
