@@ -24,6 +24,8 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn
 
+from miniagent.i18n import t  # the learner's language (MINIAGENT_LANG=zh): light, os only
+
 if TYPE_CHECKING:
     from miniagent.tools import ToolRegistry
     from miniagent.trace import Trace
@@ -41,16 +43,9 @@ def _positive_int(text: str) -> int:
     return value
 
 
-def _t(english: str, chinese: str) -> str:
-    """The text in the learner's language (MINIAGENT_LANG=zh: Chinese; see miniagent/i18n.py)."""
-    from miniagent.i18n import t
-
-    return t(english, chinese)
-
-
 class _Formatter(argparse.RawDescriptionHelpFormatter):
     def add_usage(self, usage, actions, groups, prefix=None):  # type: ignore[no-untyped-def]
-        return super().add_usage(usage, actions, groups, _t("usage: ", "用法：") if prefix is None else prefix)
+        return super().add_usage(usage, actions, groups, t("usage: ", "用法：") if prefix is None else prefix)
 
 
 class _Parser(argparse.ArgumentParser):
@@ -58,16 +53,16 @@ class _Parser(argparse.ArgumentParser):
 
     def error(self, message: str) -> NoReturn:
         self.print_usage(sys.stderr)
-        self.exit(2, _t(f"{self.prog}: error: {message}\n", f"{self.prog}：错误：{message}\n"))
+        self.exit(2, t(f"{self.prog}: error: {message}\n", f"{self.prog}：错误：{message}\n"))
 
 
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(
         prog="python -m miniagent", add_help=False,
-        description=_t("Ask the miniagent agent one question. It calls its tools (weather, clock, "
+        description=t("Ask the miniagent agent one question. It calls its tools (weather, clock, "
                        "calculator) as it sees fit and prints the answer.",
                        "向 miniagent 的 Agent 提一个问题。它自己决定调用哪些工具（天气、时钟、计算器），然后打印回答。"),
-        epilog=_t(f'example: python -m miniagent --verbose "{DEMO_QUESTION}"\n'
+        epilog=t(f'example: python -m miniagent --verbose "{DEMO_QUESTION}"\n'
                   "exit status: 0 answered, 1 stopped early (reason printed), 2 bad usage or missing key\n"
                   "as a web service: python -m miniagent serve [--port N] (see serve --help); "
                   "to ask the question 'serve', write: python -m miniagent -- serve",
@@ -77,34 +72,34 @@ def build_parser() -> argparse.ArgumentParser:
                   "要问的问题恰好是 'serve' 时，写成：python -m miniagent -- serve"),
         formatter_class=_Formatter,
     )
-    parser._positionals.title = _t("positional arguments", "位置参数")
-    parser._optionals.title = _t("options", "选项")
-    parser.add_argument("-h", "--help", action="help", help=_t("show this help message and exit", "显示这段帮助并退出"))
-    parser.add_argument("question", help=_t("what to ask (quote it)", "要问的问题（用引号括起来）"))
+    parser._positionals.title = t("positional arguments", "位置参数")
+    parser._optionals.title = t("options", "选项")
+    parser.add_argument("-h", "--help", action="help", help=t("show this help message and exit", "显示这段帮助并退出"))
+    parser.add_argument("question", help=t("what to ask (quote it)", "要问的问题（用引号括起来）"))
     mode = parser.add_mutually_exclusive_group()
-    mode.add_argument("--offline", action="store_true", help=_t("use the bundled mock API, even if a key is set",
+    mode.add_argument("--offline", action="store_true", help=t("use the bundled mock API, even if a key is set",
                                                                 "使用内置的 mock API，即使设置了 key"))
-    mode.add_argument("--live", action="store_true", help=_t("use the real API (needs ANTHROPIC_API_KEY)",
+    mode.add_argument("--live", action="store_true", help=t("use the real API (needs ANTHROPIC_API_KEY)",
                                                              "使用真实的 API（需要 ANTHROPIC_API_KEY）"))
-    parser.add_argument("--model", help=_t("model name (default: $MINIAGENT_MODEL or the package default)",
+    parser.add_argument("--model", help=t("model name (default: $MINIAGENT_MODEL or the package default)",
                                            "模型名（默认：$MINIAGENT_MODEL，或包的默认模型）"))
     parser.add_argument("--max-iterations", type=_positive_int, default=10, metavar="N",
-                        help=_t("stop after N model calls (default: 10)", "调用模型 N 次后停止（默认：10）"))
+                        help=t("stop after N model calls (default: 10)", "调用模型 N 次后停止（默认：10）"))
     parser.add_argument("-v", "--verbose", action="store_true",
-                        help=_t("print each round: tool calls and results", "打印每一轮：工具调用和结果"))
+                        help=t("print each round: tool calls and results", "打印每一轮：工具调用和结果"))
     parser.add_argument("--no-stream", action="store_true",
-                        help=_t("wait for the whole answer instead of printing its text as it arrives",
+                        help=t("wait for the whole answer instead of printing its text as it arrives",
                                 "等完整的回答出来再打印，而不是边生成边打印"))
     parser.add_argument("--trace", type=Path, metavar="FILE",
-                        help=_t("write every step to FILE as JSON Lines", "把每一步以 JSON Lines 格式写入 FILE"))
-    parser.add_argument("--system", metavar="TEXT", help=_t("replace the default system prompt", "替换默认的系统提示词"))
+                        help=t("write every step to FILE as JSON Lines", "把每一步以 JSON Lines 格式写入 FILE"))
+    parser.add_argument("--system", metavar="TEXT", help=t("replace the default system prompt", "替换默认的系统提示词"))
     return parser
 
 
 def _missing_key_message(err: Exception) -> str:
     """What to do about a missing key: the error names the chosen provider's variable (MINIAGENT_PROVIDER)."""
     what = getattr(err, "message", "") or "an API key is missing"
-    return _t(f"miniagent: --live: {what}. Export it first, or drop --live to run offline against the bundled mock.",
+    return t(f"miniagent: --live: {what}. Export it first, or drop --live to run offline against the bundled mock.",
               f"miniagent：--live：{what}。请先 export 它，或者去掉 --live，离线使用内置的 mock。")
 
 
@@ -156,7 +151,7 @@ def _write_trace(trace: Trace, path: Path) -> bool:
     try:
         trace.to_jsonl(path)
     except OSError as exc:  # e.g. the folder was removed during the run
-        print(_t(f"miniagent: could not write the trace to {str(path)!r}: {exc.strerror or exc}",
+        print(t(f"miniagent: could not write the trace to {str(path)!r}: {exc.strerror or exc}",
                  f"miniagent：无法把 trace 写入 {str(path)!r}：{exc.strerror or exc}"), file=sys.stderr)
         return False
     return True
@@ -222,7 +217,7 @@ def main(argv: list[str] | None = None, *, tools: ToolRegistry | list | None = N
         if getattr(args, name) is not None:
             setattr(args, name, _argument_text(getattr(args, name)))
     if not args.question.strip():
-        parser.error(_t("the question is empty; pass the question as one quoted argument",
+        parser.error(t("the question is empty; pass the question as one quoted argument",
                         "问题是空的；请把问题作为一个带引号的参数传进来"))
     problem = _trace_problem(args.trace) if args.trace is not None else None
     if problem:
@@ -254,7 +249,7 @@ def main(argv: list[str] | None = None, *, tools: ToolRegistry | list | None = N
     except KeyboardInterrupt:
         if printer:
             printer.finish()
-        print(_t("\ninterrupted", "\n已中断"), file=sys.stderr)
+        print(t("\ninterrupted", "\n已中断"), file=sys.stderr)
         return 130
     finally:
         if args.trace is not None:
@@ -263,13 +258,13 @@ def main(argv: list[str] | None = None, *, tools: ToolRegistry | list | None = N
         printer.finish()
     if not args.verbose:  # verbose mode has printed the answer (or why it stopped) already
         if not result.ok:
-            print(_t(f"Stopped ({result.stop}): {result.reason}", f"已停止（{result.stop}）：{result.reason}"))
+            print(t(f"Stopped ({result.stop}): {result.reason}", f"已停止（{result.stop}）：{result.reason}"))
         elif not (printer and printer.printed):  # streamed, the answer is on screen already
             print(result.text)
     if result.error is not None:
-        print(_t(f"Hint: {result.error.hint}", f"提示：{result.error.hint}"), file=sys.stderr)
+        print(t(f"Hint: {result.error.hint}", f"提示：{result.error.hint}"), file=sys.stderr)
     if written:
-        print(_t(f"trace: {len(agent.trace)} events written to {args.trace}",
+        print(t(f"trace: {len(agent.trace)} events written to {args.trace}",
                  f"trace：{len(agent.trace)} 个事件已写入 {args.trace}"), file=sys.stderr)
     return 0 if result.ok else 1
 

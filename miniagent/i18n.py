@@ -37,7 +37,9 @@ def say(key: str, **values: object) -> str:
     return MESSAGES[key][language()].format(**values)
 
 
-def t(english: str, chinese: str) -> str:
-    """One text in two languages, for the few places with no catalogue entry (the CLI, the chat widget)."""
-    return chinese if language() == "zh" else english
+def t(english: str, chinese: str | None) -> str:
+    """One text in two languages, for the places with no catalogue entry (hints, the CLI, the chat widget).
+
+    `chinese` None: there is no Chinese for it, so English."""
+    return chinese if chinese is not None and language() == "zh" else english
 

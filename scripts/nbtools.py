@@ -300,7 +300,6 @@ def zh_edition(path: Path) -> Path:
     for cell in nb.cells:
         if cell.cell_type == "markdown":
             cell.source = next(chinese)
-    nb.metadata["language_info"] = {**nb.metadata.get("language_info", {})}
     nb.metadata["miniagent"] = {"edition": "zh", "translates": path.name}
     ZH_FOLDER.mkdir(exist_ok=True)
     target = ZH_FOLDER / path.name

@@ -110,3 +110,24 @@ def ask(agent: Agent, question: str, **options: Any) -> Any:
     if isinstance(agent, AsyncAgent):
         return asyncio.run(agent.run(question, **options))
     return agent.run(question, **options)
+
+
+def deleting_tool(deleted: list) -> Any:
+    """`delete_file(path)`, a tool that needs approval and appends each path it really deleted to `deleted`.
+
+    The mock calls it for "Delete the file notes.txt" (notebook 10, the approval tests and pages).
+    """
+    from miniagent.tools import tool
+
+    @tool(needs_approval=True)
+    def delete_file(path: str) -> str:
+        """Delete a file from the workspace.
+
+        Args:
+            path: the file to delete
+        """
+        deleted.append(path)
+        return f"deleted {path}"
+
+    return delete_file
+

@@ -13,7 +13,6 @@ from hypothesis import strategies as st
 
 from miniagent import builtin_tools
 from miniagent.mcp_server import Server, serve
-from miniagent.tools import tool
 
 META = {"_meta": {"io.modelcontextprotocol/protocolVersion": "2026-07-28",
                   "io.modelcontextprotocol/clientCapabilities": {}}}

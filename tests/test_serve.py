@@ -27,6 +27,7 @@ import pytest
 pytest.importorskip("fastapi")  # an optional extra of the package (the course environment has it)
 
 import uvicorn  # noqa: E402
+from agent_fakes import deleting_tool  # noqa: E402
 
 from miniagent.__main__ import DEMO_QUESTION, main  # noqa: E402
 from miniagent.aclient import AsyncClient  # noqa: E402
@@ -523,18 +524,8 @@ DELETE = "Delete the file notes.txt"  # the mock calls delete_file(path="notes.t
 
 def deleting():
     """A tool that needs approval, and the list of the paths it really deleted."""
-    deleted = []
-
-    @tool(needs_approval=True)
-    def delete_file(path: str) -> str:
-        """Delete a file from the workspace.
-
-        Args:
-            path: the file to delete
-        """
-        deleted.append(path)
-        return f"deleted {path}"
-    return delete_file, deleted
+    deleted: list[str] = []
+    return deleting_tool(deleted), deleted
 
 
 async def asked(service, http, message: str = DELETE):

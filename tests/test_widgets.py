@@ -187,19 +187,9 @@ def deleted():
 
 
 def risky_agent(deleted: list, **settings) -> Agent:
-    from miniagent.tools import tool
+    from agent_fakes import deleting_tool
 
-    @tool(needs_approval=True)
-    def delete_file(path: str) -> str:
-        """Delete a file from the workspace.
-
-        Args:
-            path: the file to delete
-        """
-        deleted.append(path)
-        return f"deleted {path}"
-
-    return Agent(connect(offline=True, quiet=True), [delete_file], **settings)
+    return Agent(connect(offline=True, quiet=True), [deleting_tool(deleted)], **settings)
 
 
 def panel_shown(view: ChatView) -> threading.Event:

@@ -11,6 +11,9 @@ import threading
 from dataclasses import dataclass
 from typing import Any, Callable
 
+from miniagent.i18n import language, say
+from miniagent.i18n import t as _say  # a hint in the learner's language: (English, Chinese or None)
+
 DONE, NOT_YET, WRONG_KIND = "done", "not yet", "wrong kind"
 TIMEOUT = 10.0  # seconds a learner's function may take on one case before it counts as hanging
 HINT_CHARS = 80  # the longest value a hint quotes; longer ones are clipped with a marker
@@ -35,8 +38,6 @@ class Verdict:
         return self.kind == DONE
 
     def __str__(self) -> str:
-        from miniagent.i18n import say  # the learner's language (MINIAGENT_LANG=zh: the Chinese edition)
-
         if self.kind == DONE:
             return say("done", n=self.exercise)
         return say("wrong_kind" if self.kind == WRONG_KIND else "not_yet", n=self.exercise, hint=self.hint)
@@ -50,13 +51,6 @@ class _NotYet(Exception):
 
 class _WrongKind(Exception):
     """Raised inside a check: the answer is not the kind of thing the exercise asks for."""
-
-
-def _say(hint: str, zh: str | None) -> str:
-    """The hint in the learner's language: `zh` in the Chinese edition (MINIAGENT_LANG=zh), else `hint`."""
-    from miniagent.i18n import language
-
-    return zh if zh is not None and language() == "zh" else hint
 
 
 def not_yet(hint: str, zh: str | None = None) -> None:
@@ -165,8 +159,6 @@ def _raised(exc: BaseException) -> str:
 
 def _kind(value: Any) -> str:
     """'a str', 'an int', 'None', 'a function': what a hint calls a value's type (in the learner's language)."""
-    from miniagent.i18n import language
-
     zh = language() == "zh"
     if value is None:
         return "None"

@@ -17,7 +17,6 @@
 # key, the same cells measure the real model, and the numbers will differ.
 
 # %%
-import ast
 import json
 import time
 from pathlib import Path

@@ -35,8 +35,10 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "tests"))  # agent_fakes: the tests' delete_file tool
 
 import uvicorn  # noqa: E402
+from agent_fakes import deleting_tool  # noqa: E402
 from run_ui_test import CHROMIUM, CHROMIUM_ARGS  # noqa: E402
 
 from miniagent.__main__ import DEMO_QUESTION  # noqa: E402
@@ -45,24 +47,13 @@ from miniagent.agent import AsyncAgent  # noqa: E402
 from miniagent.builtin_tools import default_tools  # noqa: E402
 from miniagent.mock import MockAPI  # noqa: E402
 from miniagent.serve import create_app  # noqa: E402
-from miniagent.tools import tool  # noqa: E402
 
 KEY = "sk-ant-browser-test-RECOGNISABLE-fake-key-7731"
 OUT = ROOT / "ui-test"
 TOOLS = ["get_current_time", "calculate", "get_weather", "get_weather"]
 DELETE, REASON = "Delete the file notes.txt", "keep it, I still need it"
 DELETED: list[str] = []  # the paths delete_file really deleted (on the server's thread)
-
-
-@tool(needs_approval=True)
-def delete_file(path: str) -> str:
-    """Delete a file from the workspace.
-
-    Args:
-        path: the file to delete
-    """
-    DELETED.append(path)
-    return f"deleted {path}"
+delete_file = deleting_tool(DELETED)
 
 # In the page: the newest answer's text, recorded at every change of the log.
 WATCH_ANSWERS = """() => {
