@@ -462,37 +462,150 @@ def _count(value: Any) -> int:
 def completion_problem(data: Any) -> str | None:
     """What makes `data` not a Chat Completions response the client can read, or None.
 
-    Lenient where providers differ (GLM sends no "object"), strict where the loop relies
-    on it: a first choice with a message, tool calls with a function name, whole-number usage.
+    Lenient where providers differ (GLM sends no "object"; fields the translation does not
+    read may hold anything), strict where it reads: a first choice with a message; every
+    field read of the JSON type the format gives it (or null), so that a wrong type is
+    this one typed error and never a TypeError deep inside the translation, nor a message
+    quietly missing what was sent; tool calls with a function name; whole-number usage.
     """
     if not isinstance(data, dict):
         return f"expected a JSON object, got {type(data).__name__}"
     choices = data.get("choices")
     if not isinstance(choices, list) or not choices or not isinstance(choices[0], dict):
         return "'choices' should be a non-empty list of objects"
-    message = choices[0].get("message")
+    choice = choices[0]
+    message = choice.get("message")
     if not isinstance(message, dict):
         return "choices.0.message should be an object"
     content = message.get("content")
-    if not (content is None or isinstance(content, str)
-            or isinstance(content, list) and all(isinstance(p, dict) for p in content)):
-        return "choices.0.message.content should be a string, a list of parts or null"
+    if not (content is None or isinstance(content, str) or isinstance(content, list)):
+        return f"choices.0.message.content should be a string, a list of parts or null, got {_json_kind(content)}"
+    for i, part in enumerate(content if isinstance(content, list) else []):
+        problem = _fields_problem(part, f"choices.0.message.content.{i}", ("text", "refusal"), str)
+        if problem:
+            return problem
+    problem = (_fields_problem(message, "choices.0.message", _TEXT_FIELDS, str)
+               or _fields_problem(choice, "choices.0", ("finish_reason",), str))
+    if problem:
+        return problem
     calls = message.get("tool_calls")
     if not (calls is None or isinstance(calls, list)):
-        return "choices.0.message.tool_calls should be a list"
+        return f"choices.0.message.tool_calls should be a list or null, got {_json_kind(calls)}"
     for i, call in enumerate(calls or []):
+        where = f"choices.0.message.tool_calls.{i}"
         function = call.get("function") if isinstance(call, dict) else None
         if not isinstance(function, dict) or not isinstance(function.get("name"), str):
-            return f"choices.0.message.tool_calls.{i} should have a function with a string name"
-    usage = data.get("usage")
-    if usage is not None:
-        if not isinstance(usage, dict):
-            return "'usage' should be an object"
-        for key in ("prompt_tokens", "completion_tokens"):
-            value = usage.get(key)
-            if value is not None and not (isinstance(value, int) and not isinstance(value, bool) and value >= 0):
-                return f"usage.{key} should be a whole number >= 0"
+            return f"{where} should have a function with a string name"
+        problem = _call_problem(call, where)
+        if problem:
+            return problem
+    return _usage_problem(data.get("usage"), "usage")
+
+
+def chunk_problem(chunk: dict) -> str | None:
+    """What makes a stream chunk (a JSON object) one the translator cannot read, or None.
+
+    The rule of `completion_problem`, for the pieces of a stream: each field the translator
+    reads has the JSON type the format gives it, or is null or absent; the fields it does
+    not read (object, created, system_fingerprint, logprobs, role) may hold anything.
+    """
+    problem = _usage_problem(chunk.get("usage"), "usage")
+    choices = chunk.get("choices")
+    if problem or choices is None:
+        return problem
+    if not isinstance(choices, list):
+        return f"'choices' should be a list or null, got {_json_kind(choices)}"
+    for i, choice in enumerate(choices):
+        problem = _choice_problem(choice, f"choices.{i}")
+        if problem:
+            return problem
     return None
+
+
+_TEXT_FIELDS = ("content", "refusal", "reasoning_content", "reasoning")  # text a message or a delta may carry
+
+
+def _choice_problem(choice: Any, where: str) -> str | None:
+    if not isinstance(choice, dict):
+        return f"{where} should be an object, got {_json_kind(choice)}"
+    delta = choice.get("delta")
+    problem = (_fields_problem(choice, where, ("index",), int) or _fields_problem(choice, where, ("finish_reason",), str)
+               or _usage_problem(choice.get("usage"), f"{where}.usage"))
+    if problem or delta is None:
+        return problem
+    if not isinstance(delta, dict):
+        return f"{where}.delta should be an object or null, got {_json_kind(delta)}"
+    problem = _fields_problem(delta, f"{where}.delta", _TEXT_FIELDS, str)
+    calls = delta.get("tool_calls")
+    if problem or calls is None:
+        return problem
+    if not isinstance(calls, list):
+        return f"{where}.delta.tool_calls should be a list or null, got {_json_kind(calls)}"
+    for i, call in enumerate(calls):
+        index = call.get("index") if isinstance(call, dict) else None
+        if not isinstance(index, int) or isinstance(index, bool):
+            return f"{where}.delta.tool_calls.{i} should be an object with a whole-number 'index', got {_clipped(call)}"
+        problem = _call_problem(call, f"{where}.delta.tool_calls.{i}")
+        if problem:
+            return problem
+    return None
+
+
+def _call_problem(call: dict, where: str) -> str | None:
+    """A tool call (whole, or a stream's fragment of one): id, and the function's name and arguments."""
+    function = call.get("function")
+    if function is not None and not isinstance(function, dict):
+        return f"{where}.function should be an object, got {_json_kind(function)}"
+    arguments = (function or {}).get("arguments")
+    if not (arguments is None or isinstance(arguments, (str, dict))):  # some servers send an object
+        return f"{where}.function.arguments should be a JSON string, got {_json_kind(arguments)}"
+    return _fields_problem(call, where, ("id",), str) or _fields_problem(function or {}, f"{where}.function",
+                                                                         ("name",), str)
+
+
+def _usage_problem(usage: Any, where: str) -> str | None:
+    if usage is None:
+        return None
+    if not isinstance(usage, dict):
+        return f"'{where}' should be an object, got {_json_kind(usage)}"
+    for key in ("prompt_tokens", "completion_tokens", "prompt_cache_hit_tokens"):
+        value = usage.get(key)
+        if value is not None and not (isinstance(value, int) and not isinstance(value, bool) and value >= 0):
+            return f"{where}.{key} should be a whole number >= 0, got {_clipped(value)}"
+    details = usage.get("prompt_tokens_details")
+    if details is not None and not isinstance(details, dict):
+        return f"{where}.prompt_tokens_details should be an object or null, got {_json_kind(details)}"
+    cached = (details or {}).get("cached_tokens")
+    if cached is not None and not (isinstance(cached, int) and not isinstance(cached, bool) and cached >= 0):
+        return f"{where}.prompt_tokens_details.cached_tokens should be a whole number >= 0, got {_clipped(cached)}"
+    return None
+
+
+def _fields_problem(data: Any, where: str, keys: tuple[str, ...], kind: type) -> str | None:
+    """The first of `keys` in `data` (an object) that holds neither null nor a value of `kind` (int: not bool)."""
+    if not isinstance(data, dict):
+        return f"{where} should be an object, got {_json_kind(data)}"
+    for key in keys:
+        value = data.get(key)
+        if value is not None and (not isinstance(value, kind) or kind is int and isinstance(value, bool)):
+            name = {str: "a string", int: "a whole number"}[kind]
+            return f"{where}.{key} should be {name} or null, got {_json_kind(value)}"
+    return None
+
+
+def _json_kind(value: Any) -> str:
+    """A value's JSON type, as an error message names it."""
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, (int, float)):
+        return "a number"
+    return {str: "a string", list: "a list", dict: "an object"}.get(type(value), "null" if value is None else
+                                                                    type(value).__name__)
+
+
+def _clipped(value: Any, limit: int = 120) -> str:
+    text = json.dumps(value, ensure_ascii=False, default=str)
+    return text if len(text) <= limit else text[:limit] + "…"
 
 
 def _text(value: Any) -> str:
@@ -545,12 +658,16 @@ class ChunkTranslator:
                                          type="malformed_response")
         if chunk.get("error"):
             return [error_event(chunk["error"])]
+        problem = chunk_problem(chunk)
+        if problem:
+            raise MalformedResponseError(f"not a valid chat.completion.chunk: {problem}; the chunk: {data[:300]!r}",
+                                         type="malformed_response")
         out = [] if self.started else [self._start(chunk)]
-        if isinstance(chunk.get("usage"), dict):
+        if chunk.get("usage") is not None:
             self.usage = chunk["usage"]
         for choice in chunk.get("choices") or []:
-            if isinstance(choice, dict) and choice.get("index", 0) == 0:
-                if isinstance(choice.get("usage"), dict):  # some servers put it in the choice instead
+            if choice.get("index", 0) in (0, None):
+                if choice.get("usage") is not None:  # some servers put it in the choice instead
                     self.usage = choice["usage"]
                 out += self._choice(choice)
         return out
@@ -576,13 +693,13 @@ class ChunkTranslator:
     def _choice(self, choice: dict) -> list[dict]:
         if self.finish is not None:
             return []  # a finished choice says nothing more (a usage chunk carries no choices)
-        delta = choice.get("delta") if isinstance(choice.get("delta"), dict) else {}
+        delta = choice.get("delta") or {}  # its fields' types are checked (chunk_problem)
         out: list[dict] = []
         reasoning = delta.get("reasoning_content") or delta.get("reasoning")
-        if isinstance(reasoning, str) and reasoning:
+        if reasoning:
             out += self._grow("thinking", reasoning)
         for key in ("content", "refusal"):
-            if isinstance(delta.get(key), str) and delta[key]:
+            if delta.get(key):
                 out += self._grow("text", delta[key])
         for call in delta.get("tool_calls") or []:
             self._fragment(call)
@@ -608,19 +725,17 @@ class ChunkTranslator:
         self.blocks += 1
         return [{"type": "content_block_stop", "index": self.blocks - 1}]
 
-    def _fragment(self, call: Any) -> None:
-        """One tool-call delta: its first carries id and name, the later ones pieces of arguments."""
-        index = call.get("index") if isinstance(call, dict) else None
-        if not isinstance(index, int) or isinstance(index, bool):
-            raise MalformedResponseError(f"a tool_calls delta without a whole-number 'index': {call!r:.300}",
-                                         type="malformed_response")
-        entry = self.calls.setdefault(index, {"id": None, "name": None, "parts": []})
-        function = call.get("function") if isinstance(call.get("function"), dict) else {}
+    def _fragment(self, call: dict) -> None:
+        """One tool-call delta (its types checked by chunk_problem): its first carries id and name, the
+        later ones pieces of arguments."""
+        entry = self.calls.setdefault(call["index"], {"id": None, "name": None, "parts": []})
+        function = call.get("function") or {}
         for key, value in (("id", call.get("id")), ("name", function.get("name"))):
-            if isinstance(value, str) and value and entry[key] is None:
+            if value and entry[key] is None:
                 entry[key] = value
-        if isinstance(function.get("arguments"), str):
-            entry["parts"].append(function["arguments"])
+        arguments = function.get("arguments")
+        if arguments is not None:  # a whole object, as some servers send: its JSON text
+            entry["parts"].append(arguments if isinstance(arguments, str) else _arguments_text(arguments))
 
     def _tool_blocks(self) -> list[dict]:
         out = []
