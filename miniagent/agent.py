@@ -194,8 +194,8 @@ class AsyncAgent(Agent):
     One process can then hold many conversations at once, each waiting on its own model
     calls and tools without blocking the others (notebook 07, `miniagent.serve`).
     `client` defaults to `connect_async()`. Cancelling the task that awaits `run` cancels
-    its model call and its tools, and the history stays as it was before the question
-    (as with Ctrl-C in the sync agent). Callbacks are plain functions, called inline:
+    its model call and its coroutine tools (a plain tool's thread cannot be stopped), and the
+    history stays as before the question (as with Ctrl-C). Callbacks are plain functions, called inline:
     keep them quick.
     """
 

@@ -31,8 +31,14 @@ The rest is what makes it safe to leave running:
   history (cut with `SlidingWindow`, so never between a tool_use and its tool_result);
 - every refused request gets a 4xx (or 5xx) with one JSON shape, `{"error": {"type",
   "message"}}`, and the service carries on;
-- a client that goes away (mid-stream, or before a JSON answer) cancels its run, tools included; the conversation
-  keeps the history it had before the question (the agent guarantees that);
+- a client that goes away (mid-stream, or before a JSON answer) cancels its run: the model call and
+  coroutine tools (`async def`) are cancelled with it. Only coroutine tools can be cancelled: a plain
+  function runs in a thread, which Python cannot stop, so its call goes on, effects and all. The
+  conversation then stays busy (409 to a next question) until each such call has ended or its own
+  timeout has passed, and keeps in its history what is known: the run as far as it went, every
+  call answered with its result, or "still running when the run was stopped; its result is
+  unknown". A stopped run in which no tool took effect leaves the history as it was before the
+  question (the agent guarantees that);
 - the API key stays here: the browser talks to this service, never to the API. The
   service listens on 127.0.0.1, answers only requests addressed to a local host name (so
   a web page elsewhere cannot reach it by DNS rebinding), and takes only JSON posts (which
@@ -46,24 +52,26 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import copy
 import json
 import logging
 import re
 import secrets
 import socket
 import sys
+import time
 from collections import OrderedDict
 from dataclasses import asdict, dataclass, field
 from importlib import resources
-from typing import Any, AsyncIterator, Callable, Iterator
+from typing import Any, AsyncIterator, Callable, Iterable, Iterator
 
 from fastapi import Depends, FastAPI, Request
 from fastapi.responses import JSONResponse, Response, StreamingResponse
 from starlette.exceptions import HTTPException
 
 from miniagent.context import SlidingWindow
-from miniagent.messages import clean_text
-from miniagent.tools import NotAsked
+from miniagent.messages import assistant, clean_text, conversation_error, tool_result, user
+from miniagent.tools import NotAsked, StillRunning, still_running
 
 log = logging.getLogger("miniagent.serve")
 
@@ -324,14 +332,43 @@ class ChatService:
         conversation.approvals.clear()  # (all answered or cancelled: see the finally below)
         asked: dict[str, str] = {}  # tool_use id -> approval id, for the approval_result event
         try:
-            result = await agent.run(message, stream=True, on_text=lambda delta: emit("text", {"text": delta}),
-                                     on_tool_use=tool_uses_to(emit), on_step=steps_to(emit, asked),
-                                     approve=self._approver(conversation, emit, asked) if ask else not_asked)
+            with still_running() as left_running:
+                result = await agent.run(message, stream=True, on_text=lambda delta: emit("text", {"text": delta}),
+                                         on_tool_use=tool_uses_to(emit), on_step=steps_to(emit, asked),
+                                         approve=self._approver(conversation, emit, asked) if ask else not_asked)
+        except asyncio.CancelledError:  # stopped: the conversation stays busy while its threads run on
+            self._cancel_approvals(conversation)
+            await self._stopped(conversation, message, left_running)
+            raise
         finally:  # however the run ended, no question is left waiting for an answer
-            for future in conversation.approvals.values():
-                future.cancel()
+            self._cancel_approvals(conversation)
         agent.history = self.window.view(agent.history)
         return result
+
+    @staticmethod
+    def _cancel_approvals(conversation: Conversation) -> None:
+        for future in conversation.approvals.values():
+            future.cancel()
+
+    async def _stopped(self, conversation: Conversation, question: str, left_running: dict[str, StillRunning]) -> None:
+        """After a run was stopped: wait for the plain tools it left running, then keep what happened.
+
+        Only coroutine tools are cancelled with the run; a plain tool's thread runs on, and
+        its effect (a payment, a deleted file) happens whether or not anyone hears of it.
+        So the run's caller waits here, with the conversation still busy, for each such call
+        until it ends or its own timeout passes (when the registry would have given up on
+        it anyway). Then, if any tool of the run finished or may still be running, the
+        history keeps the run as far as it went, every call answered with what is known
+        (`stopped_history`), so the model will not unknowingly run it again. A second
+        cancellation (the server stopping) cuts the wait short; what is known is kept.
+        """
+        agent = conversation.agent
+        try:
+            await until_ended(left_running.values())
+        finally:
+            history = stopped_history(agent.history, question, agent.trace.events, left_running)
+            if history is not None:
+                agent.history = self.window.view(history)
 
     def _approver(self, conversation: Conversation, emit: Emit, asked: dict[str, str]) -> Callable[[dict], Any]:
         """The run's approver: an `approval` event, then the answer `answer` gives (or a denial on timeout)."""
@@ -414,6 +451,65 @@ async def until_disconnected(request: Request, run: Any, every: float = 0.25) ->
     finally:
         if not task.done():  # this request's own task was cancelled (the server is stopping)
             task.cancel()
+
+
+# --- a run that was stopped ------------------------------------------------------------
+
+STILL_RUNNING = ("Error: this call was still running when the run was stopped; its result is unknown (it may have "
+                 "taken effect, or may yet). Check before calling it again.")
+CANCELLED = "Error: this call was cancelled when the run was stopped; it did not finish."
+
+
+async def until_ended(calls: Iterable[StillRunning]) -> None:
+    """Wait until every call has ended or passed its deadline: the longest wait is the latest deadline."""
+    while True:
+        now = time.monotonic()
+        waiting = [call for call in calls if not call.outcome.done() and call.deadline > now]
+        if not waiting:
+            return
+        await asyncio.wait({call.outcome for call in waiting}, timeout=min(c.deadline for c in waiting) - now,
+                           return_when=asyncio.FIRST_COMPLETED)
+
+
+def stopped_history(before: list[dict], question: str, events: list[dict],
+                    left_running: dict[str, StillRunning]) -> list[dict] | None:
+    """The history a stopped run leaves, rebuilt from its trace; None if no tool of it took effect.
+
+    None means the question never happened: the history stays `before` (the agent keeps it so).
+    Otherwise it is `before`, the question, and each round as the loop would have stored it
+    (the model's turn, then its calls' results in call order), the last round answered with
+    what is known of each call: its result if it finished (a plain tool that finished after
+    the stop included), else that it was cancelled, or that it was still running and its
+    result is unknown. Every tool_use is answered, so the API accepts the history.
+    """
+    results = {e["id"]: (e["is_error"], e["content"]) for e in events if e.get("type") == "tool_result"}
+    results |= {id: call.outcome.result() for id, call in left_running.items() if call.outcome.done()}
+    if not results and not left_running:
+        return None
+
+    def answered(calls: list[dict]) -> dict:
+        blocks = []
+        for call in calls:
+            is_error, text = results.get(call["id"], (True, STILL_RUNNING if call["id"] in left_running else CANCELLED))
+            blocks.append(tool_result(call["id"], text, is_error=is_error))
+        return user(blocks)
+
+    history, calls = [*before, user(question)], []
+    for event in events:
+        if event.get("type") == "request" and calls:  # the round before this model call ended with its results
+            history.append(answered(calls))
+            calls = []
+        elif event.get("type") == "response" and event.get("content"):
+            content = copy.deepcopy(event["content"])
+            history.append(assistant(content))
+            calls = [block for block in content if block.get("type") == "tool_use"]
+    if calls:
+        history.append(answered(calls))
+    problem = conversation_error(history)
+    if problem is not None:  # a bug here must not make the conversation unusable: forget the run instead
+        log.error("the history of a stopped run would be invalid (%s); it is not kept", problem)
+        return None
+    return history
 
 
 def usage_of(result: Any) -> dict:

@@ -27,12 +27,16 @@ sub-agent's depth (`team.py`) follow the call wherever it runs.
 
 A tool may be a coroutine function (`async def`). `arun_all` (asyncio) awaits it and
 runs a plain function in a thread of its own, so no tool blocks the event loop;
-`run_all` runs a coroutine tool on an event loop of its own, in its thread.
+`run_all` runs a coroutine tool on an event loop of its own, in its thread. Only a
+coroutine tool can be cancelled: a plain function's thread runs on when its run is
+cancelled (Python cannot stop a thread), and `still_running()` tells the caller which
+calls went on, so it can wait for them and say what is known (`miniagent.serve` does).
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import contextvars
 import copy
 import enum
@@ -558,7 +562,8 @@ class ToolRegistry:
         """`run_all` for asyncio: the same results in the same order, every wait awaited.
 
         With `parallel`, the calls run as tasks of one TaskGroup, so cancelling the caller
-        cancels them all (coroutine tools get CancelledError; threads are abandoned).
+        cancels them all: coroutine tools get CancelledError; a plain tool's thread cannot be
+        stopped and runs on (`still_running()` names such calls).
         `approve` may be a coroutine function (a web page waiting for a click).
         """
         for block in tool_uses:
@@ -669,14 +674,36 @@ class ToolRegistry:
             chosen, args, refusal = self._prepare(name, tool_use)
             if refusal is not None:
                 return self._finish(refusal)
+            thread: list[asyncio.Future] = []  # a plain tool's thread, once started
+            deadline = time.monotonic() + chosen.timeout
             try:
-                ok, value = await asyncio.wait_for(_awaited(chosen.fn, args), chosen.timeout)
+                ok, value = await asyncio.wait_for(_awaited(chosen.fn, args, thread), chosen.timeout)
             except TimeoutError:  # wait_for cancelled the coroutine; a thread can only be abandoned
                 how = "was abandoned" if not _is_async(chosen.fn) else "was cancelled"
                 ok, value = None, f"did not finish within {chosen.timeout:g} s and {how}"
+            except asyncio.CancelledError:  # the run was cancelled: a thread goes on regardless
+                if thread:
+                    self._left_running(tool_use, thread[0], deadline)
+                raise
             return self._finish(_answer(name, ok, value))
         except Exception as exc:  # noqa: BLE001 - the tool boundary
             return self._failed(name, exc)
+
+    def _left_running(self, tool_use: dict, thread: asyncio.Future, deadline: float) -> None:
+        """Note a plain tool's call whose run was cancelled, in the `still_running()` block around it, if any."""
+        watch = _STILL_RUNNING.get()
+        if watch is None:
+            return
+        name, outcome = tool_use.get("name"), thread.get_loop().create_future()
+
+        def ended(finished: asyncio.Future) -> None:  # on the event loop, when the thread's outcome arrives
+            try:
+                outcome.set_result(self._finish(_answer(name, *finished.result())))
+            except Exception as exc:  # noqa: BLE001 - the tool boundary, as in _outcome
+                outcome.set_result(self._failed(name, exc))
+
+        thread.add_done_callback(ended)
+        watch[tool_use["id"]] = StillRunning(tool_use["id"], safe_str(name), deadline, outcome)
 
     def _prepare(self, name: Any, tool_use: dict) -> tuple[Tool | None, Any, tuple[bool, str] | None]:
         """(tool, a copy of the arguments, None), or (None, None, the error result) when it must not run."""
@@ -769,11 +796,13 @@ def _blocking(fn: Callable[..., Any]) -> Callable[..., Any]:
     return lambda **kwargs: asyncio.run(fn(**kwargs))
 
 
-async def _awaited(fn: Callable[..., Any], kwargs: dict) -> tuple[bool, Any]:
+async def _awaited(fn: Callable[..., Any], kwargs: dict, thread: list | None = None) -> tuple[bool, Any]:
     """(True, value) or (False, exception) from fn(**kwargs), awaited; a plain fn runs in a daemon thread.
 
     Not `asyncio.to_thread`: its pool's threads are joined at interpreter exit, so a tool
     that hangs would keep the process alive; a daemon thread is abandoned, as in `call_with_timeout`.
+    The future the thread settles goes into `thread`: cancelling this wait leaves it alone, so
+    whoever cancelled can still learn how the call ended (`still_running`).
     """
     if _is_async(fn):
         try:
@@ -786,8 +815,7 @@ async def _awaited(fn: Callable[..., Any], kwargs: dict) -> tuple[bool, Any]:
     future: asyncio.Future = loop.create_future()
 
     def settle(outcome: tuple[bool, Any]) -> None:
-        if not future.done():  # cancelled or timed out meanwhile: nobody is waiting any more
-            future.set_result(outcome)
+        future.set_result(outcome)  # never cancelled: the wait below is shielded
 
     def target() -> None:
         try:
@@ -802,7 +830,47 @@ async def _awaited(fn: Callable[..., Any], kwargs: dict) -> tuple[bool, Any]:
     context = contextvars.copy_context()
     threading.Thread(target=context.run, args=(target,), daemon=True,
                      name=f"tool-{getattr(fn, '__name__', 'call')}").start()
-    return await future
+    if thread is not None:
+        thread.append(future)
+    return await asyncio.shield(future)
+
+
+# --- plain tools a cancelled run leaves running ---------------------------------------------
+
+
+@dataclass
+class StillRunning:
+    """A plain tool's call that was running in its thread when its run was cancelled.
+
+    Python cannot stop a thread, so the call goes on, effects and all. `outcome` resolves,
+    on the event loop, to the (is_error, text) the model would have been given; `deadline`
+    is the `time.monotonic()` at which the registry would have given up on it (its timeout).
+    """
+    id: str
+    name: str
+    deadline: float
+    outcome: asyncio.Future
+
+
+_STILL_RUNNING: contextvars.ContextVar[dict[str, StillRunning] | None] = \
+    contextvars.ContextVar("miniagent_still_running", default=None)
+
+
+@contextlib.contextmanager
+def still_running() -> Iterator[dict[str, StillRunning]]:
+    """Within this block, each plain tool's call that a cancelled `arun_all` leaves running is noted
+    in the dict it yields, by tool_use id.
+
+    Only coroutine tools can be cancelled. A caller that cancels a run (a web service whose
+    client went away) learns here which calls went on regardless, so it can wait for them,
+    each until its deadline, and tell the model what is known.
+    """
+    calls: dict[str, StillRunning] = {}
+    token = _STILL_RUNNING.set(calls)
+    try:
+        yield calls
+    finally:
+        _STILL_RUNNING.reset(token)
 
 
 def _raised(exc: BaseException) -> str:

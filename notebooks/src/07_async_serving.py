@@ -289,6 +289,8 @@ print(f"{'under' if kib < 50 else 'OVER'} 50 KiB per conversation in flight")
 # A user closes the tab; a deadline passes. `task.cancel()` stops a run at its current
 # `await`: the model call is closed, running coroutine tools are cancelled, and the
 # agent's history stays as it was before the question, as with Ctrl-C in notebook 05.
+# Only coroutine tools can be cancelled: a plain function runs in a thread, which Python
+# cannot stop, so its call goes on after the cancel, effects and all.
 
 # %%
 tool_started = asyncio.Event()
@@ -426,8 +428,13 @@ print("still answering:", (await http.post("/chat", json={"message": "Hello"})).
 #
 # A user closes the tab while a tool is still working. The connection closes; the
 # service notices, cancels the run and its tools, and the conversation keeps the history
-# it had before the question. Give the service a weather tool that takes a minute, read
-# until the call is made, then hang up:
+# it had before the question. That holds for coroutine tools, the only ones that can be
+# cancelled. A plain function's thread runs on (a payment still goes through), so the
+# service keeps that conversation busy (a 409 to its next question) until the call ends
+# or its timeout passes, and then records what is known in the history: the call's
+# result, or that it was still running when the run was stopped and its result is
+# unknown. The model will not unknowingly pay twice. Give the service a weather tool that
+# takes a minute, read until the call is made, then hang up:
 
 # %%
 hung_up = []
