@@ -101,23 +101,40 @@ class ServiceError(Exception):
         self.status, self.type, self.message, self.headers = status, type, message, headers
 
 
-def error_response(status: int, type: str, message: str, headers: dict[str, str] | None = None) -> JSONResponse:
-    return JSONResponse({"error": {"type": type, "message": message}}, status_code=status, headers=headers)
+def json_bytes(data: Any) -> bytes:
+    """JSON as every answer of this service is written, streamed or not: UTF-8, compact.
+
+    A lone surrogate (a tool call's input can hold one: JSON escapes it, and Python decodes
+    the escape) cannot be encoded in UTF-8; it is written as the JSON escape it came from,
+    so the answer stays valid JSON instead of becoming a 500.
+    """
+    return json.dumps(data, ensure_ascii=False, separators=(",", ":")).encode("utf-8", "backslashreplace")
+
+
+class JSONAnswer(JSONResponse):
+    """A JSON response encoded by `json_bytes`: the class of every JSON answer, refusals included."""
+
+    def render(self, content: Any) -> bytes:
+        return json_bytes(content)
+
+
+def error_response(status: int, type: str, message: str, headers: dict[str, str] | None = None) -> JSONAnswer:
+    return JSONAnswer({"error": {"type": type, "message": message}}, status_code=status, headers=headers)
 
 
 HTTP_ERROR_TYPES = {404: "not_found", 405: "method_not_allowed"}
 
 
 def _add_error_handlers(app: FastAPI) -> None:
-    async def refused(request: Request, err: ServiceError) -> JSONResponse:
+    async def refused(request: Request, err: ServiceError) -> JSONAnswer:
         return error_response(err.status, err.type, err.message, err.headers)
 
-    async def http_error(request: Request, err: HTTPException) -> JSONResponse:  # unknown path, wrong method
+    async def http_error(request: Request, err: HTTPException) -> JSONAnswer:  # unknown path, wrong method
         kind = HTTP_ERROR_TYPES.get(err.status_code, "http_error")
         return error_response(err.status_code, kind, f"{err.detail}: {request.method} {request.url.path}",
                               getattr(err, "headers", None))
 
-    async def crashed(request: Request, err: Exception) -> JSONResponse:  # a bug: Starlette re-raises it for the log
+    async def crashed(request: Request, err: Exception) -> JSONAnswer:  # a bug: Starlette re-raises it for the log
         return error_response(500, "internal_error", "the service failed unexpectedly; the server log says why")
 
     app.add_exception_handler(ServiceError, refused)
@@ -530,11 +547,10 @@ def finished(result: Any) -> tuple[str, dict]:
 def sse(name: str, data: dict) -> bytes:
     """One event: an `event: NAME` line, a `data: JSON` line, a blank line.
 
-    JSON never needs a raw line break, so one data line holds it. A lone surrogate (which
-    UTF-8 cannot encode) is written as the JSON escape it came from.
+    JSON never needs a raw line break, so one data line holds it; it is encoded as every
+    JSON answer is (`json_bytes`: a lone surrogate as the JSON escape it came from).
     """
-    text = json.dumps(data, ensure_ascii=False, separators=(",", ":"))
-    return f"event: {name}\ndata: {text}\n\n".encode("utf-8", "backslashreplace")
+    return f"event: {name}\ndata: ".encode() + json_bytes(data) + b"\n\n"
 
 
 async def event_stream(conversation_id: str, queue: asyncio.Queue, heartbeat: float) -> AsyncIterator[bytes]:
@@ -620,7 +636,7 @@ def create_app(*, agent_factory: Callable[[], Any] | None = None, max_conversati
 
     # No /docs: they load scripts from a CDN, and this service stays offline.
     app = FastAPI(title="miniagent", docs_url=None, redoc_url=None, openapi_url=None,
-                  dependencies=[Depends(host_guard(allowed_hosts))])
+                  default_response_class=JSONAnswer, dependencies=[Depends(host_guard(allowed_hosts))])
     app.state.service = service
     _add_error_handlers(app)
 
@@ -633,7 +649,7 @@ def create_app(*, agent_factory: Callable[[], Any] | None = None, max_conversati
         return Response(script, media_type="text/javascript; charset=utf-8", headers=PAGE_HEADERS)
 
     @app.post("/chat")
-    async def chat(request: Request) -> dict:
+    async def chat(request: Request) -> Response:
         message, conversation_id = await read_question(request, max_body_bytes, max_question_chars)
         conversation = service.reserve(conversation_id)
         calls: dict[str, dict] = {}
@@ -655,8 +671,8 @@ def create_app(*, agent_factory: Callable[[], Any] | None = None, max_conversati
             return Response(status_code=499)
         if result.stop == "api_error":
             raise ServiceError(502, "api_error", result.reason)
-        return {"conversation_id": conversation.id, "text": result.text, "stop": result.stop,
-                "reason": result.reason, "usage": usage_of(result), "tool_calls": list(calls.values())}
+        return JSONAnswer({"conversation_id": conversation.id, "text": result.text, "stop": result.stop,
+                           "reason": result.reason, "usage": usage_of(result), "tool_calls": list(calls.values())})
 
     @app.post("/chat/stream")
     async def chat_stream(request: Request) -> EventStream:
@@ -685,11 +701,11 @@ def create_app(*, agent_factory: Callable[[], Any] | None = None, max_conversati
         return EventStream(event_stream(conversation.id, queue, heartbeat_seconds), task)
 
     @app.post("/chat/approve")
-    async def chat_approve(request: Request) -> dict:
+    async def chat_approve(request: Request) -> JSONAnswer:
         conversation_id, approval_id, approved, reason = await read_answer(request, max_body_bytes)
         service.answer(conversation_id, approval_id, approved, reason)
-        return {"conversation_id": conversation_id, "approval_id": approval_id, "approved": approved,
-                "reason": None if approved else reason}
+        return JSONAnswer({"conversation_id": conversation_id, "approval_id": approval_id, "approved": approved,
+                           "reason": None if approved else reason})
 
     return app
 

@@ -17,7 +17,7 @@ import pytest
 
 pytest.importorskip("fastapi")  # an optional extra of the package (the course environment has it)
 
-from test_serve import KEY, WAIT, agents, blocking_tool, parse_lines, serving, wait_until  # noqa: E402
+from test_serve import KEY, WAIT, agents, blocking_tool, events_of, parse_lines, run, serving, wait_until  # noqa: E402
 
 from miniagent.messages import conversation_error  # noqa: E402
 from miniagent.mock import MockAPI  # noqa: E402
@@ -140,3 +140,27 @@ def test_a_run_stopped_before_any_tool_ran_leaves_the_history_as_it_was():
         return conversation.agent.history
 
     assert asyncio.run(scenario()) == []
+
+
+# --- 6. every JSON answer encoded as the stream encodes its events -----------------------------
+
+
+def test_a_lone_surrogate_in_a_tool_call_is_answered_by_post_chat_as_by_the_stream():
+    """UTF-8 cannot encode U+D800 alone: the answer carries the JSON escape it came as, not a 500."""
+    odd = {"expression": "1 + 1 \ud800"}
+    mock = MockAPI(api_keys={KEY})
+    app = create_app(agent_factory=agents(mock))
+
+    async def scenario(http):
+        answers = []
+        for path in ("/chat", "/chat/stream"):
+            mock.script({"content": [{"type": "tool_use", "name": "calculate", "input": odd}]})
+            answers.append(await http.post(path, json={"message": "Calculate."}))
+        return answers
+
+    chat, stream = run(app, scenario)
+    assert chat.status_code == 200, chat.text
+    assert chat.headers["content-type"] == "application/json"
+    assert b"\\ud800" in chat.content and chat.json()["tool_calls"][0]["input"] == odd
+    streamed = [data for name, data in events_of(stream.content) if name == "tool_use" and data["done"]]
+    assert streamed[0]["input"] == odd  # the stream coped already: the two now agree
