@@ -23,7 +23,8 @@ generative AI (`gen_ai.operation.name`, `gen_ai.usage.input_tokens`, ...), so th
 `miniagent.otel` can hand spans to any OpenTelemetry exporter unchanged. Message
 contents (prompts, answers, tool arguments and results) are recorded only with
 `Tracer(capture_content=True)`: by default a span holds sizes and counts, never what a
-user said. API keys are never recorded: no span holds a header, and text a span does
+user said, and an error span only the error's type and a fixed description (`NOT_CAPTURED`):
+an exception's text, a tool's error or an API's message, often quotes the user. API keys are never recorded: no span holds a header, and text a span does
 hold passes through `scrub`, which removes any key the process knows about.
 """
 
@@ -49,6 +50,10 @@ KINDS = ("agent", "model", "tool")
 _SPAN: ContextVar["Span | None"] = ContextVar("miniagent_span", default=None)
 _TRACER: ContextVar["Tracer | None"] = ContextVar("miniagent_tracer", default=None)
 CONTENT_CHARS = 4_000  # the longest text a captured-content attribute keeps
+# An error's description without capture_content: its type, then this. Exceptions and API errors
+# routinely quote what the user wrote (a city, a file name, a card number), so their text is content too.
+NOT_CAPTURED = "details not recorded (Tracer(capture_content=True) records them)"
+OTHER_ERROR = "_OTHER"  # the conventions' error.type when nothing names one
 
 
 @dataclass
@@ -130,9 +135,9 @@ class Tracer:
         span.attributes.update(_scrubbed(attributes))
         if error is not None:
             span.status = "error"
-            span.error = scrub(error if isinstance(error, str) else _error_text(error))
             if not isinstance(error, str):
                 span.attributes.setdefault("error.type", type(error).__name__)
+            span.error = scrub(self._described(span, error))
         elif span.status == "unset":
             span.status = "ok"
         span.end, span.end_ns = self._now()
@@ -144,6 +149,14 @@ class Tracer:
                     self.on_end_errors += 1
                     self.last_on_end_error = scrub(_error_text(exc))
         return span
+
+    def _described(self, span: Span, error: BaseException | str) -> str:
+        """The error as the span keeps it: its text with capture_content; else only its type (the
+        exception's class, or the `error.type` the caller gave with a text) and NOT_CAPTURED."""
+        if self.capture_content:
+            return error if isinstance(error, str) else _error_text(error)
+        kind = span.attributes.setdefault("error.type", OTHER_ERROR)
+        return f"{kind if isinstance(kind, str) else OTHER_ERROR}: {NOT_CAPTURED}"
 
     def __enter__(self) -> "Tracer":
         """`with tracer:` traces every agent run inside the block (in this thread and what it starts)."""
@@ -533,9 +546,13 @@ def end_agent(opened: Span | None, result: Any) -> None:
     if opened is None:
         return
     usage = result.usage
-    error = None if result.ok or result.stop == "handoff" else f"{result.stop}: {result.reason}"
-    finish(opened, error, **{"gen_ai.usage.input_tokens": usage.input_tokens,
-                             "gen_ai.usage.output_tokens": usage.output_tokens, "miniagent.stop": result.stop})
+    attributes = {"gen_ai.usage.input_tokens": usage.input_tokens, "gen_ai.usage.output_tokens": usage.output_tokens,
+                  "miniagent.stop": result.stop}
+    error = None
+    if not (result.ok or result.stop == "handoff"):
+        error = f"{result.stop}: {result.reason}"  # the reason may quote an API error: content
+        attributes["error.type"] = result.stop
+    finish(opened, error, **attributes)
 
 
 # --- secrets and sizes -----------------------------------------------------------------------------
