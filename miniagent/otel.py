@@ -8,15 +8,16 @@ those dicts into the SDK's `ReadableSpan`s, which any `SpanExporter` sends.
     from miniagent.otel import export, otlp_exporter
     export(tracer.spans, otlp_exporter())          # after a run, to http://localhost:4318/v1/traces
 
-    sink = OTelSink(otlp_exporter(), batch=True)   # or live: each span as it ends
-    agent = Agent(client, tracer=Tracer(on_end=sink))
-    ...
-    sink.shutdown()                                # sends what is still queued
+    sink = OTelSink(otlp_exporter(), batch=True)   # or live: each span as it ends, sent by a
+    agent = Agent(client, tracer=Tracer(on_end=sink))  # background thread (the run never waits for
+    ...                                            # the collector; a dead one is reported, counted)
+    sink.shutdown()                                # sends what is still queued, within a bound
 
 What the conversion decides (the GenAI conventions, github.com/open-telemetry/semantic-conventions-genai):
 - span kind: a model call is CLIENT (a call over HTTP to another process); a tool call
   is INTERNAL; an agent run is INTERNAL (`invoke_agent` of an agent in this process);
-- status: "error" is ERROR with the error text as description, "ok" is OK, else UNSET;
+- status: "error" is ERROR with the span's error as description (without the tracer's
+  capture_content, only the error's type and a fixed sentence), "ok" is OK, else UNSET;
   an error span without `error.type` gets one (the exception's class name, or `_OTHER`);
 - attributes: strings, numbers, booleans and lists of one of those pass as they are; a
   dict or a mixed list becomes a JSON string, which the conventions allow for structured
@@ -36,10 +37,15 @@ imported by `import miniagent`, and the SDK itself is imported on first use.
 
 from __future__ import annotations
 
+import atexit
 import json
+import logging
 import os
 import re
 import threading
+import time
+import weakref
+from collections import deque
 from typing import Any, Iterable, Mapping
 from urllib.parse import urlsplit
 
@@ -261,45 +267,189 @@ def otlp_exporter(endpoint: str | None = None, headers: Mapping[str, str] | None
     return module.OTLPSpanExporter(endpoint=endpoint, headers=dict(headers) if headers else None, **options)
 
 
-class OTelSink:
-    """A span sink for the tracer: `sink(span_dict)` exports each span as it ends.
+# The sink's bounds. A collector that is slow, down, or accepts and never answers must cost the
+# agent nothing: spans wait in a bounded queue for one background thread, and every wait is bounded.
+QUEUE_SPANS = 2048        # spans waiting to be sent, at most; past that each new one is dropped (and counted)
+BATCH_SPANS = 512         # spans in one export with batch=True (the SDK's default batch size)
+BATCH_SECONDS = 1.0       # with batch=True, how long a first span waits for others to join its batch
+SHUTDOWN_SECONDS = 5.0    # how long shutdown() (or the end of the process) waits for the queue to drain
+SLOW_EXPORT_SECONDS = 2.0  # an export still unanswered after this long is reported
 
-    `batch=False` (the default) sends each span at once, in the caller's thread, as the
-    SDK's SimpleSpanProcessor does: simple, nothing lost, but each span waits for the
-    collector, so it suits notebooks and tests. `batch=True` queues spans for a
-    BatchSpanProcessor's background thread, as production does; call `shutdown()` (or
-    use the sink as a context manager) so the last batch is sent. `exporter` defaults to
-    `otlp_exporter()`. The other options are `to_otel`'s.
+_logger = logging.getLogger(__name__)
+
+
+class OTelSink:
+    """A span sink for the tracer: `sink(span_dict)` hands each span, as it ends, to a background
+    thread that exports it, so the agent never waits for the collector.
+
+    `batch=False` (the default) sends each span on its own, in the order they ended (a notebook
+    can count them); `batch=True` sends up to BATCH_SPANS at a time, as production does.
+    `exporter` defaults to `otlp_exporter()`; the other options are `to_otel`'s.
+
+    A collector that is slow, down or never answers cannot slow a run: a span's end only
+    converts it and puts it in a queue of at most `max_queue` spans (QUEUE_SPANS); when
+    the queue is full the span is dropped and counted. The first trouble (a failed export,
+    an export unanswered for SLOW_EXPORT_SECONDS, a dropped span, spans left unsent at
+    shutdown) is logged once, as a warning of the `miniagent.otel` logger; the counters
+    say the rest: `sink.stats()` -> {"sent", "failed", "dropped", "queued"}.
+
+    `shutdown()` (or leaving a `with OTelSink(...)` block) sends what is still queued,
+    waiting at most `timeout` seconds (SHUTDOWN_SECONDS), then closes the exporter; what
+    could not be sent by then is counted as dropped. A sink never shut down is shut down
+    with the same bound when the process ends, so exit never hangs on a dead collector.
+    Why not the SDK's BatchSpanProcessor: its force_flush ignores its timeout, it logs
+    every dropped span, and it has no counter a user can read.
     """
 
-    def __init__(self, exporter: Any = None, *, batch: bool = False, service_name: str | None = None,
+    def __init__(self, exporter: Any = None, *, batch: bool = False, max_queue: int = QUEUE_SPANS,
+                 timeout: float = SHUTDOWN_SECONDS, service_name: str | None = None,
                  resource_attributes: Mapping[str, Any] | None = None, redact: Iterable[str] = (),
                  structured: bool = False) -> None:
+        if max_queue < 1 or timeout < 0:
+            raise ValueError(f"max_queue must be at least 1 and timeout at least 0, got {max_queue} and {timeout}")
         export_module = _require("opentelemetry.sdk.trace.export")
+        self._success = export_module.SpanExportResult.SUCCESS
         self._convert = _Converter(service_name, resource_attributes, redact, structured)
         self.exporter = exporter if exporter is not None else otlp_exporter()
-        processor = export_module.BatchSpanProcessor if batch else export_module.SimpleSpanProcessor
-        self._processor = processor(self.exporter)
-        self._lock = threading.Lock() if not batch else None  # tools end spans from worker threads
+        self.batch, self.max_queue, self.timeout = batch, max_queue, timeout
+        self.sent = self.failed = self.dropped = 0
+        self.problem: str | None = None  # the first trouble, as it was reported
+        self._queue: deque = deque()
+        self._changed = threading.Condition()  # the queue, the counters and the states below
+        self._in_flight = 0  # spans the exporter is sending now
+        self._since = 0.0    # when that export began (time.monotonic())
+        self._flushing = 0   # callers waiting for the queue to drain: a batch does not wait for more spans
+        self._closed = False
+        self._thread = threading.Thread(target=self._work, name="miniagent-otel-export", daemon=True)
+        self._thread.start()
+        _OPEN.add(self)
+
+    # --- the caller's side: never waits for the collector -------------------------------------
 
     def __call__(self, span: Any) -> None:
         readable = self._convert(span)
-        if self._lock is None:
-            self._processor.on_end(readable)
-            return
-        with self._lock:
-            self._processor.on_end(readable)
+        with self._changed:
+            closed, full = self._closed, len(self._queue) >= self.max_queue
+            if closed or full:
+                self.dropped += 1
+            else:
+                self._queue.append(readable)
+                self._changed.notify_all()
+            slow = self._in_flight and time.monotonic() - self._since > SLOW_EXPORT_SECONDS
+        if closed or full:
+            self._report("a span ended after the sink was shut down" if closed else
+                         f"the queue is full ({self.max_queue:,} spans): the collector cannot keep up")
+        elif slow:
+            self._report(f"the collector has not answered an export for more than {SLOW_EXPORT_SECONDS:g} s")
 
-    def force_flush(self, timeout_millis: int = 30_000) -> bool:
-        """Send what is queued; True when done in time."""
-        return self._processor.force_flush(timeout_millis)
+    def stats(self) -> dict[str, int]:
+        """Spans sent, failed (the exporter could not deliver them), dropped (never handed to it), queued."""
+        with self._changed:
+            return {"sent": self.sent, "failed": self.failed, "dropped": self.dropped,
+                    "queued": len(self._queue) + self._in_flight}
 
-    def shutdown(self) -> None:
-        """Send what is queued and close the exporter; later spans are dropped with a warning."""
-        self._processor.shutdown()
+    def force_flush(self, timeout_millis: int | None = None) -> bool:
+        """Wait until every queued span has been exported (at most `timeout_millis`, default the sink's
+        timeout); True when done in time."""
+        seconds = self.timeout if timeout_millis is None else timeout_millis / 1000
+        with self._changed:
+            self._flushing += 1
+            self._changed.notify_all()
+            try:
+                return self._changed.wait_for(lambda: not self._queue and not self._in_flight, seconds)
+            finally:
+                self._flushing -= 1
+
+    def shutdown(self, timeout_millis: int | None = None) -> None:
+        """Send what is queued (waiting at most `timeout_millis`, default the sink's timeout) and close the
+        exporter; spans that could not be sent in time, and later ones, are counted as dropped."""
+        with self._changed:
+            if self._closed:
+                return
+        drained = self.force_flush(timeout_millis)
+        with self._changed:
+            self._closed = True
+            left, self._queue = len(self._queue) + self._in_flight, deque()
+            self.dropped += left
+            self._in_flight = 0  # an export still under way is given up: its result is not counted again
+            self._changed.notify_all()
+        _OPEN.discard(self)
+        if not drained:
+            seconds = self.timeout if timeout_millis is None else timeout_millis / 1000
+            self._report(f"{left:,} spans were not sent within the shutdown's {seconds:g} s")
+        self.exporter.shutdown()
 
     def __enter__(self) -> "OTelSink":
         return self
 
     def __exit__(self, *exc_info: Any) -> None:
         self.shutdown()
+
+    def __repr__(self) -> str:
+        return f"OTelSink({', '.join(f'{k}={v}' for k, v in self.stats().items())})"
+
+    # --- the exporting thread --------------------------------------------------------------
+
+    def _work(self) -> None:
+        context = _require("opentelemetry.context")  # the export's own HTTP calls are not to be traced
+        context.attach(context.set_value(context._SUPPRESS_INSTRUMENTATION_KEY, True))
+        while True:
+            spans = self._next()
+            if spans is None:
+                return
+            ok, why = self._send(spans)
+            with self._changed:
+                counted = self._in_flight == len(spans)  # else shutdown gave it up and counted it
+                if counted:
+                    self._in_flight = 0
+                    if ok:
+                        self.sent += len(spans)
+                    else:
+                        self.failed += len(spans)
+                self._changed.notify_all()
+            if not ok and counted:
+                self._report(f"an export of {len(spans)} span{'s' * (len(spans) > 1)} failed ({why})")
+
+    def _next(self) -> list | None:
+        """The next spans to send (waiting for them; with batch, a moment for a batch to form); None once closed."""
+        with self._changed:
+            self._changed.wait_for(lambda: self._queue or self._closed)
+            if self._closed:
+                return None
+            if self.batch:
+                self._changed.wait_for(lambda: len(self._queue) >= BATCH_SPANS or self._flushing or self._closed,
+                                       BATCH_SECONDS)
+                if self._closed:
+                    return None
+            count = min(len(self._queue), BATCH_SPANS if self.batch else 1)
+            spans = [self._queue.popleft() for _ in range(count)]
+            self._in_flight, self._since = len(spans), time.monotonic()
+            return spans
+
+    def _send(self, spans: list) -> tuple[bool, str]:
+        try:
+            result = self.exporter.export(spans)
+        except Exception as exc:  # noqa: BLE001 - the thread must outlive a broken exporter to serve later spans
+            return False, f"{type(exc).__name__}: {exc}"
+        return result == self._success, f"the exporter answered {getattr(result, 'name', result)}"
+
+    def _report(self, why: str) -> None:
+        """Log the first trouble, once per sink; the counters keep count of the rest."""
+        with self._changed:
+            if self.problem is not None:
+                return
+            self.problem = why
+        _logger.warning("miniagent.otel.OTelSink: %s; spans are dropped rather than slow the agent. "
+                        "Is the collector up? sink.stats() counts what was sent, failed and dropped.", why)
+
+
+_OPEN: "weakref.WeakSet[OTelSink]" = weakref.WeakSet()  # sinks not yet shut down, for the end of the process
+
+
+@atexit.register
+def _shutdown_open_sinks() -> None:
+    """At the end of the process, shut down every sink still open, within SHUTDOWN_SECONDS in all."""
+    ends = time.monotonic() + SHUTDOWN_SECONDS
+    for sink in list(_OPEN):
+        left = max(0.0, min(sink.timeout, ends - time.monotonic()))
+        sink.shutdown(timeout_millis=int(left * 1000))

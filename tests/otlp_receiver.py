@@ -5,11 +5,13 @@
 request's raw bytes in `receiver.bodies` and answers 200 with an empty
 `ExportTraceServiceResponse`, as a collector does. `receiver.spans()` flattens what
 arrived into dicts with hex ids and plain attribute values, easy to assert on.
+`SilentCollector` is the other kind: one that accepts connections and never answers.
 """
 
 from __future__ import annotations
 
 import gzip
+import socket
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
@@ -93,3 +95,41 @@ class OTLPReceiver:
                             "attributes": _attributes(span.attributes), "resource": resource,
                             "scope": (scope_spans.scope.name, scope_spans.scope.version)})
         return found
+
+
+class SilentCollector:
+    """A collector that is up and never answers: it accepts each connection, reads nothing and replies
+    nothing, as a hung or overloaded backend does (a closed port would be refused at once instead).
+
+    `with SilentCollector() as collector:` listens on 127.0.0.1 (a free port) at `collector.endpoint`;
+    `collector.accepted` counts connections. Leaving the block closes every connection, so an
+    exporter still waiting on one gets its error at once.
+    """
+
+    def __init__(self) -> None:
+        self.listener = socket.create_server(("127.0.0.1", 0))
+        self.endpoint = f"http://127.0.0.1:{self.listener.getsockname()[1]}"
+        self.connections: list[socket.socket] = []
+        self.accepted = 0
+        self._stop = threading.Event()
+        self.thread = threading.Thread(target=self._accept, daemon=True, name="silent-collector")
+
+    def _accept(self) -> None:
+        self.listener.settimeout(0.05)  # so that leaving the block ends this loop promptly
+        while not self._stop.is_set():
+            try:
+                connection, _ = self.listener.accept()
+            except (TimeoutError, OSError):
+                continue
+            self.connections.append(connection)
+            self.accepted += 1
+
+    def __enter__(self) -> "SilentCollector":
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc_info: Any) -> None:
+        self._stop.set()
+        self.thread.join(5)
+        for connection in [*self.connections, self.listener]:
+            connection.close()

@@ -175,16 +175,31 @@ def test_otlp_exporter_reads_the_standard_variables(monkeypatch):
     assert otlp_exporter("http://here:4318/v1/traces")._endpoint == "http://here:4318/v1/traces"
 
 
+class CountingExporter(InMemorySpanExporter):
+    """The in-memory exporter, keeping how many spans each export call carried."""
+
+    def __init__(self):
+        super().__init__()
+        self.calls = []
+
+    def export(self, spans):
+        self.calls.append(len(spans))
+        return super().export(spans)
+
+
 @pytest.mark.parametrize("batch", [False, True])
 def test_sink_exports_each_span_as_it_ends(batch):
-    exporter = InMemorySpanExporter()
+    exporter = CountingExporter()
     sink = OTelSink(exporter, batch=batch)
     for finished in agent_run():
         sink(finished)
-    if not batch:  # sent at once
-        assert len(exporter.get_finished_spans()) == 6
-    assert sink.force_flush()
+    assert sink.force_flush()  # the background thread has sent them all
     assert [s.name for s in exporter.get_finished_spans()] == [s["name"] for s in agent_run()]
+    if not batch:  # one export per span, in the order they ended
+        assert exporter.calls == [1] * 6
+    else:  # a batch gathers what is queued (the flush sends it without waiting for more)
+        assert sum(exporter.calls) == 6 and len(exporter.calls) < 6
+    assert sink.stats() == {"sent": 6, "failed": 0, "dropped": 0, "queued": 0} and sink.problem is None
     sink.shutdown()
 
 
