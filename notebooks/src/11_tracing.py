@@ -463,8 +463,10 @@ print("the same slowest tool:", back.slowest("tool", 1)[0].name)
 # ## What a span never holds
 #
 # Spans leave the process: to a file, to a collector, to a vendor. So by default a span
-# holds sizes and counts, never what anyone wrote; `Tracer(capture_content=True)` adds the
-# messages, arguments and results (for debugging, where that is allowed). And no span
+# holds sizes and counts, never what anyone wrote: not even an error's text, which so often
+# quotes its input (a failed span says only the error's type); `Tracer(capture_content=True)`
+# adds the messages, arguments, results and error texts (for debugging, where that is
+# allowed). And no span
 # ever holds an API key: spans never record headers, and any text they do record has
 # every secret the process can see replaced (the values of environment variables whose
 # names end in KEY, TOKEN, SECRET or PASSWORD, `ANTHROPIC_API_KEY` among them). A careless
@@ -597,7 +599,10 @@ for attribute in MessageToDict(chat)["attributes"]:
 # %% [markdown]
 # Export after the run is fine for a notebook. A service exports each span as it ends,
 # so a run that crashes halfway still leaves its spans behind: `OTelSink` is a tracer
-# callback (`on_end`) that does that.
+# callback (`on_end`) that does that. It hands each span to a background thread, so the
+# run never waits for the collector: one that is down, or accepts and never answers,
+# costs the run nothing; it is reported once (a warning) and counted (`sink.stats()`),
+# and leaving the `with` block waits for the last spans at most `otel.SHUTDOWN_SECONDS`.
 
 # %%
 received.clear()
@@ -605,6 +610,7 @@ with otel.OTelSink(otel.otlp_exporter(endpoint)) as sink:
     Agent(llm, default_tools(), tracer=Tracer(on_end=sink)).run("What is the weather in Paris?")
 print(len(received), "requests, one per span, in the order they ended:")
 print([s.name for _, _, body in received for s in decode(body)])
+print("the sink's counters:", sink.stats())
 server.shutdown()
 
 # %% [markdown]
