@@ -29,6 +29,10 @@ The rest is what makes it safe to leave running:
 - every bound is explicit: body size, message length, runs at once, conversations kept
   (when full, the least recently used idle one is forgotten), and each conversation's
   history (cut with `SlidingWindow`, so never between a tool_use and its tool_result);
+- so are the connections' (`GuardedH11Protocol`, which `main` gives uvicorn): a request's
+  headers must arrive within 10 s and its body within 10 more (else 408, and the connection
+  closes), and at most 100 connections are open at once, 16 from one address (else 503 at
+  once), so a client that sends a byte now and then cannot hold the service;
 - every refused request gets a 4xx (or 5xx) with one JSON shape, `{"error": {"type",
   "message"}}`, and the service carries on;
 - a client that goes away (mid-stream, or before a JSON answer) cancels its run: the model call and
@@ -68,6 +72,7 @@ from typing import Any, AsyncIterator, Callable, Iterable, Iterator
 from fastapi import Depends, FastAPI, Request
 from fastapi.responses import JSONResponse, Response, StreamingResponse
 from starlette.exceptions import HTTPException
+from uvicorn.protocols.http.h11_impl import H11Protocol
 
 from miniagent.context import SlidingWindow
 from miniagent.messages import assistant, clean_text, conversation_error, tool_result, user
@@ -79,6 +84,12 @@ LOCAL_HOSTS = ("127.0.0.1", "localhost", "[::1]")
 MAX_REASON_CHARS = 500  # a person's reason for a denial: a sentence, not a document
 CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029]+")  # line breaks, escapes, bells: none in a reason
 Emit = Callable[[str, dict], None]  # (event name, data): how a run reports what happens in it
+# The connections' bounds (see GuardedH11Protocol): a slow or greedy client holds little, briefly.
+HEADER_TIMEOUT_SECONDS = 10.0  # from a connection (or its previous answer) to a request's complete headers
+BODY_TIMEOUT_SECONDS = 10.0    # from a request's headers to its complete body (create_app's body_timeout_seconds)
+KEEP_ALIVE_SECONDS = 5         # an idle connection between requests (uvicorn's timeout_keep_alive)
+MAX_CONNECTIONS = 100          # open at once, all clients together (uvicorn's limit_concurrency)
+MAX_CONNECTIONS_PER_CLIENT = 16  # open at once from one address (a browser opens 6 to a host)
 
 # The page may run its own script and talk to this service, nothing else (no external resources).
 PAGE_HEADERS = {
@@ -162,16 +173,23 @@ def host_guard(allowed_hosts: tuple[str, ...] | None) -> Callable[[Request], Non
     return check_host
 
 
-async def read_body(request: Request, limit: int) -> bytes:
-    """The body, refused with 413 as soon as it is known to exceed `limit`: never read whole."""
+async def read_body(request: Request, limit: int, timeout: float = BODY_TIMEOUT_SECONDS) -> bytes:
+    """The body, refused with 413 as soon as it is known to exceed `limit` (never read whole), and
+    with 408 when it has not all arrived within `timeout` seconds (a client that sends a byte now
+    and then would otherwise hold its connection for ever)."""
     declared = request.headers.get("content-length", "")
     if declared.isdigit() and int(declared) > limit:
         raise ServiceError(413, "request_too_large", f"the body is {declared} bytes; the limit is {limit}")
     body = bytearray()
-    async for chunk in request.stream():
-        body += chunk
-        if len(body) > limit:
-            raise ServiceError(413, "request_too_large", f"the body is over the limit of {limit} bytes")
+    try:
+        async with asyncio.timeout(timeout):
+            async for chunk in request.stream():
+                body += chunk
+                if len(body) > limit:
+                    raise ServiceError(413, "request_too_large", f"the body is over the limit of {limit} bytes")
+    except TimeoutError:
+        raise ServiceError(408, "request_timeout", f"the body did not arrive within {timeout:g} s "
+                           f"({len(body):,} bytes came)", headers={"connection": "close"}) from None
     return bytes(body)
 
 
@@ -179,14 +197,14 @@ def invalid(message: str) -> ServiceError:
     return ServiceError(422, "invalid_request", message)
 
 
-async def read_json(request: Request, max_body_bytes: int, example: str) -> dict:
+async def read_json(request: Request, max_body_bytes: int, example: str, timeout: float = BODY_TIMEOUT_SECONDS) -> dict:
     """The JSON object a request holds, or the ServiceError that says what is wrong with it."""
     media_type = request.headers.get("content-type", "").split(";")[0].strip().lower()
     if media_type != "application/json":
         raise ServiceError(415, "unsupported_media_type",
                            "send the request as JSON with content-type: application/json "
                            f"(got {media_type or 'none'!r})")
-    body = await read_body(request, max_body_bytes)
+    body = await read_body(request, max_body_bytes, timeout)
     try:
         payload = json.loads(body)
     except (ValueError, RecursionError) as err:  # ValueError covers bytes that are not UTF-8 too
@@ -196,9 +214,10 @@ async def read_json(request: Request, max_body_bytes: int, example: str) -> dict
     return payload
 
 
-async def read_question(request: Request, max_body_bytes: int, max_chars: int) -> tuple[str, str | None]:
+async def read_question(request: Request, max_body_bytes: int, max_chars: int,
+                        timeout: float = BODY_TIMEOUT_SECONDS) -> tuple[str, str | None]:
     """(message, conversation_id) from a chat request, or the ServiceError that says what is wrong."""
-    payload = await read_json(request, max_body_bytes, '{"message": "..."}')
+    payload = await read_json(request, max_body_bytes, '{"message": "..."}', timeout)
     unknown = sorted(set(payload) - {"message", "conversation_id"})
     if unknown:
         raise invalid(f"unknown field(s) {', '.join(map(repr, unknown))[:200]}; "
@@ -221,10 +240,11 @@ async def read_question(request: Request, max_body_bytes: int, max_chars: int) -
 APPROVAL_FIELDS = ("conversation_id", "approval_id", "approved", "reason")
 
 
-async def read_answer(request: Request, max_body_bytes: int) -> tuple[str, str, bool, str | None]:
+async def read_answer(request: Request, max_body_bytes: int,
+                      timeout: float = BODY_TIMEOUT_SECONDS) -> tuple[str, str, bool, str | None]:
     """(conversation_id, approval_id, approved, reason) from an approval's answer, or the ServiceError."""
     payload = await read_json(request, max_body_bytes, '{"conversation_id": "...", "approval_id": "...", '
-                                                       '"approved": true}')
+                                                       '"approved": true}', timeout)
     unknown = sorted(set(payload) - set(APPROVAL_FIELDS))
     if unknown:
         raise invalid(f"unknown field(s) {', '.join(map(repr, unknown))[:200]}; "
@@ -612,13 +632,16 @@ def _page(name: str) -> str:
 def create_app(*, agent_factory: Callable[[], Any] | None = None, max_conversations: int = 100,
                max_history_messages: int = 50, max_concurrent_runs: int = 32, max_body_bytes: int = 64 * 1024,
                max_question_chars: int = 20_000, allowed_hosts: tuple[str, ...] | None = LOCAL_HOSTS,
-               heartbeat_seconds: float = 15.0, approval_timeout_seconds: float = 300.0) -> FastAPI:
+               heartbeat_seconds: float = 15.0, approval_timeout_seconds: float = 300.0,
+               body_timeout_seconds: float = BODY_TIMEOUT_SECONDS) -> FastAPI:
     """The service as an ASGI app (run it with uvicorn; test it with httpx's ASGITransport).
 
     `agent_factory()` makes the agent of each new conversation (default: `AsyncAgent` on
     `connect_async()`, offline unless a key is set). The limits are described above;
     `allowed_hosts=None` accepts any Host header (for a service deliberately on a network).
-    `approval_timeout_seconds`: how long a streamed run waits for a person to approve a tool call.
+    `approval_timeout_seconds`: how long a streamed run waits for a person to approve a tool call;
+    `body_timeout_seconds`: how long a request's body may take to arrive (then 408). The bounds
+    of the connections themselves are the server's: see `GuardedH11Protocol` and `main`.
     """
     limits = [("max_conversations", max_conversations, 1), ("max_concurrent_runs", max_concurrent_runs, 1),
               ("max_history_messages", max_history_messages, 2),  # at least a question and its answer
@@ -626,9 +649,10 @@ def create_app(*, agent_factory: Callable[[], Any] | None = None, max_conversati
     for name, value, least in limits:
         if isinstance(value, bool) or not isinstance(value, int) or value < least:
             raise ValueError(f"{name} must be an integer of at least {least}, got {value!r}")
-    if isinstance(approval_timeout_seconds, bool) or not isinstance(approval_timeout_seconds, (int, float)) \
-            or not 0 < approval_timeout_seconds < float("inf"):
-        raise ValueError(f"approval_timeout_seconds must be a positive number, got {approval_timeout_seconds!r}")
+    for name, seconds in (("approval_timeout_seconds", approval_timeout_seconds),
+                          ("body_timeout_seconds", body_timeout_seconds)):
+        if isinstance(seconds, bool) or not isinstance(seconds, (int, float)) or not 0 < seconds < float("inf"):
+            raise ValueError(f"{name} must be a positive number, got {seconds!r}")
     service = ChatService(agent_factory or default_agent_factory(), max_conversations=max_conversations,
                           max_history_messages=max_history_messages, max_concurrent_runs=max_concurrent_runs,
                           approval_timeout=approval_timeout_seconds)
@@ -650,7 +674,7 @@ def create_app(*, agent_factory: Callable[[], Any] | None = None, max_conversati
 
     @app.post("/chat")
     async def chat(request: Request) -> Response:
-        message, conversation_id = await read_question(request, max_body_bytes, max_question_chars)
+        message, conversation_id = await read_question(request, max_body_bytes, max_question_chars, body_timeout_seconds)
         conversation = service.reserve(conversation_id)
         calls: dict[str, dict] = {}
 
@@ -676,7 +700,7 @@ def create_app(*, agent_factory: Callable[[], Any] | None = None, max_conversati
 
     @app.post("/chat/stream")
     async def chat_stream(request: Request) -> EventStream:
-        message, conversation_id = await read_question(request, max_body_bytes, max_question_chars)
+        message, conversation_id = await read_question(request, max_body_bytes, max_question_chars, body_timeout_seconds)
         conversation = service.reserve(conversation_id)
         queue: asyncio.Queue = asyncio.Queue()
         loop = asyncio.get_running_loop()
@@ -702,12 +726,103 @@ def create_app(*, agent_factory: Callable[[], Any] | None = None, max_conversati
 
     @app.post("/chat/approve")
     async def chat_approve(request: Request) -> JSONAnswer:
-        conversation_id, approval_id, approved, reason = await read_answer(request, max_body_bytes)
+        conversation_id, approval_id, approved, reason = await read_answer(request, max_body_bytes, body_timeout_seconds)
         service.answer(conversation_id, approval_id, approved, reason)
         return JSONAnswer({"conversation_id": conversation_id, "approval_id": approval_id, "approved": approved,
                            "reason": None if approved else reason})
 
     return app
+
+
+# --- the connections: bounds uvicorn does not set ---------------------------------------
+
+
+
+def _raw_answer(status: int, reason: str, type: str, message: str, extra: str = "") -> bytes:
+    """A whole HTTP answer in our JSON error shape, for a connection that never got as far as the app."""
+    body = json_bytes({"error": {"type": type, "message": message}})
+    return (f"HTTP/1.1 {status} {reason}\r\ncontent-type: application/json\r\ncontent-length: {len(body)}\r\n"
+            f"{extra}connection: close\r\n\r\n").encode() + body
+
+
+class GuardedH11Protocol(H11Protocol):
+    """uvicorn's h11 protocol with the bounds it lacks, for a service that strangers can reach.
+
+    uvicorn waits for a request's headers for ever (a client sending a byte every few
+    seconds keeps its connection, a "slowloris"), and its `limit_concurrency` refuses
+    requests only once their headers are complete, so slow connections fill it and then
+    everyone else gets its 503. This class closes a connection whose request headers are
+    not complete `header_timeout` seconds after it opened (or after its previous answer),
+    with a 408, and refuses a new connection at once, with a 503, when its address already
+    has `max_per_client` open or the server `limit_concurrency`. A slow client then holds at
+    most `max_per_client` connections, each for at most `header_timeout` seconds, and the
+    others are served meanwhile. (Behind a proxy every client has the proxy's address:
+    let the proxy bound them, and raise `max_per_client`.) The body's own deadline is the
+    app's (`create_app(body_timeout_seconds=...)`), which reads every body.
+
+    Run with `uvicorn.Config(app, http=GuardedH11Protocol, limit_concurrency=...)`, or on the
+    command line `--http miniagent.serve:GuardedH11Protocol`; for other bounds, a subclass.
+    """
+
+    header_timeout: float = HEADER_TIMEOUT_SECONDS
+    max_per_client: int = MAX_CONNECTIONS_PER_CLIENT
+
+    def connection_made(self, transport: Any) -> None:  # type: ignore[override]
+        self._deadline: asyncio.TimerHandle | None = None
+        self._waiting_since: Any = None  # the request cycle that was current when the deadline was set
+        super().connection_made(transport)
+        address = self.client[0] if self.client else None
+        from_there = sum(1 for other in self.connections if getattr(other, "client", None)
+                         and other.client[0] == address)
+        if from_there > self.max_per_client:
+            self._refuse(f"this address has {self.max_per_client} connections open, the most it may")
+        elif self.limit_concurrency is not None and len(self.connections) > self.limit_concurrency:
+            self._refuse(f"{self.limit_concurrency} connections are open, the most this service takes")
+        else:
+            self._await_headers()
+
+    def _refuse(self, why: str) -> None:
+        self.transport.write(_raw_answer(503, "Service Unavailable", "overloaded", f"{why}; retry in a moment",
+                                         "retry-after: 1\r\n"))
+        self.transport.close()
+
+    def _await_headers(self) -> None:
+        """Give the next request `header_timeout` seconds to bring its headers (a new cycle means they came)."""
+        self._cancel_deadline()
+        self._waiting_since = self.cycle
+        self._deadline = self.loop.call_later(self.header_timeout, self._too_slow)
+
+    def _cancel_deadline(self) -> None:
+        if self._deadline is not None:
+            self._deadline.cancel()
+            self._deadline = None
+
+    def _too_slow(self) -> None:
+        self._deadline = None
+        if not self.transport.is_closing():
+            self.transport.write(_raw_answer(408, "Request Timeout", "request_timeout",
+                                             f"the request's headers did not arrive within {self.header_timeout:g} s"))
+            self.transport.close()
+
+    def data_received(self, data: bytes) -> None:
+        super().data_received(data)
+        if self.cycle is not self._waiting_since:  # a request's headers are complete: the app has it now
+            self._cancel_deadline()
+
+    def on_response_complete(self) -> None:
+        answered = self.cycle
+        super().on_response_complete()
+        if self.cycle is answered and not self.transport.is_closing():  # no pipelined request began: wait for one
+            self._await_headers()
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self._cancel_deadline()
+        super().connection_lost(exc)
+
+
+# What `main` gives uvicorn (and a test or a notebook may too): the bounds above, in uvicorn's words.
+SERVER_OPTIONS: dict[str, Any] = {"http": GuardedH11Protocol, "limit_concurrency": MAX_CONNECTIONS,
+                                  "timeout_keep_alive": KEEP_ALIVE_SECONDS}
 
 
 # --- the command line ------------------------------------------------------------------
@@ -766,7 +881,7 @@ def main(argv: list[str] | None = None) -> int:
     app = create_app(agent_factory=factory, allowed_hosts=LOCAL_HOSTS if local else None)
     shown = f"[{args.host}]" if ":" in args.host else args.host
     print(f"miniagent: serving at http://{shown}:{sock.getsockname()[1]}/ (Ctrl-C to stop)", flush=True)
-    server = uvicorn.Server(uvicorn.Config(app, log_level="warning", timeout_graceful_shutdown=3))
+    server = uvicorn.Server(uvicorn.Config(app, log_level="warning", timeout_graceful_shutdown=3, **SERVER_OPTIONS))
     try:  # on Ctrl-C, answers being streamed get 3 s to finish, then their runs are cancelled
         server.run(sockets=[sock])
     except KeyboardInterrupt:  # uvicorn stops cleanly, then raises the Ctrl-C it caught

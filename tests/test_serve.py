@@ -35,7 +35,7 @@ from miniagent.agent import AsyncAgent  # noqa: E402
 from miniagent.builtin_tools import default_tools  # noqa: E402
 from miniagent.messages import conversation_error  # noqa: E402
 from miniagent.mock import MockAPI, scripts  # noqa: E402
-from miniagent.serve import create_app, event_stream  # noqa: E402
+from miniagent.serve import MAX_CONNECTIONS_PER_CLIENT, create_app, event_stream  # noqa: E402
 from miniagent.streaming import parse  # noqa: E402
 from miniagent.tools import tool  # noqa: E402
 
@@ -489,12 +489,18 @@ def test_python_m_miniagent_serve_serves_until_ctrl_c():
         url = re.search(r"http://127\.0\.0\.1:\d+/", lines[1]).group()
         page = httpx.get(url, timeout=WAIT)
         answer = httpx.post(url + "chat", json={"message": "What is 2 + 2?"}, timeout=WAIT)
+        crowd = [socket.create_connection(("127.0.0.1", int(url.rsplit(":", 1)[1].strip("/"))), WAIT,
+                                          source_address=("127.0.0.2", 0)) for _ in range(MAX_CONNECTIONS_PER_CLIENT + 1)]
+        refused = crowd[-1].recv(100)  # the server's bounds are on (GuardedH11Protocol): one too many
+        for conn in crowd:
+            conn.close()
         server.send_signal(signal.SIGINT)
         assert server.wait(WAIT) == 0, server.stderr.read()
     finally:
         server.kill()
     assert lines[0].startswith("offline") and page.status_code == 200 and "miniagent" in page.text
     assert answer.status_code == 200 and "4" in answer.json()["text"]
+    assert refused.startswith(b"HTTP/1.1 503 ")
 
 
 def test_limits_must_be_positive():

@@ -10,18 +10,23 @@ are still served. Offline, over a real uvicorn server where a connection matters
 from __future__ import annotations
 
 import asyncio
+import select
+import socket
 import threading
+import time
+from contextlib import asynccontextmanager
 
 import httpx
 import pytest
 
 pytest.importorskip("fastapi")  # an optional extra of the package (the course environment has it)
 
+import uvicorn  # noqa: E402
 from test_serve import KEY, WAIT, agents, blocking_tool, events_of, parse_lines, run, serving, wait_until  # noqa: E402
 
 from miniagent.messages import conversation_error  # noqa: E402
 from miniagent.mock import MockAPI  # noqa: E402
-from miniagent.serve import CANCELLED, STILL_RUNNING, ServiceError, create_app  # noqa: E402
+from miniagent.serve import CANCELLED, STILL_RUNNING, GuardedH11Protocol, create_app  # noqa: E402
 from miniagent.tools import tool  # noqa: E402
 
 
@@ -164,3 +169,121 @@ def test_a_lone_surrogate_in_a_tool_call_is_answered_by_post_chat_as_by_the_stre
     assert b"\\ud800" in chat.content and chat.json()["tool_calls"][0]["input"] == odd
     streamed = [data for name, data in events_of(stream.content) if name == "tool_use" and data["done"]]
     assert streamed[0]["input"] == odd  # the stream coped already: the two now agree
+
+
+# --- 7. slow clients: deadlines for headers and bodies, caps on connections ----------------------
+
+SLOW = "127.0.0.2"  # Linux routes all of 127/8 to loopback: the slow client has an address of its own
+PARTIAL = b"POST /chat HTTP/1.1\r\nhost: 127.0.0.1\r\n"  # a request whose headers never end
+
+
+@asynccontextmanager
+async def guarded(app, header_timeout: float, max_per_client: int, limit_concurrency: int):
+    """`app` on uvicorn with GuardedH11Protocol at small bounds, on a free port; yields (host, port)."""
+    protocol = type("Guarded", (GuardedH11Protocol,), {"header_timeout": header_timeout,
+                                                       "max_per_client": max_per_client})
+    sock = socket.socket()
+    sock.bind(("127.0.0.1", 0))
+    config = uvicorn.Config(app, log_level="error", lifespan="off", http=protocol,
+                            limit_concurrency=limit_concurrency, timeout_keep_alive=5)
+    server = uvicorn.Server(config)
+    task = asyncio.create_task(server.serve(sockets=[sock]))
+    try:
+        await wait_until(lambda: server.started or task.done())
+        yield sock.getsockname()
+    finally:
+        server.should_exit = True
+        await asyncio.wait_for(task, WAIT)
+        sock.close()
+
+
+def connect_from(address: str, server) -> socket.socket:
+    conn = socket.socket()
+    conn.bind((address, 0))
+    conn.connect(server)
+    conn.setblocking(False)
+    return conn
+
+
+async def answer_of(conn: socket.socket, dribble: bytes = b"") -> tuple[bytes, float]:
+    """What the server writes before it closes `conn`, and the seconds it took; `dribble` is sent a
+    byte every 50 ms meanwhile (activity must not extend a deadline). Fails after WAIT."""
+    loop, started, got = asyncio.get_running_loop(), time.monotonic(), b""
+    while time.monotonic() - started < WAIT:
+        if dribble:
+            try:
+                conn.send(dribble[:1])
+                dribble = dribble[1:]
+            except OSError:  # closed by the server: read what it said
+                dribble = b""
+        try:
+            chunk = await asyncio.wait_for(loop.sock_recv(conn, 4096), 0.05)
+        except TimeoutError:
+            continue
+        except ConnectionResetError:
+            chunk = b""
+        if not chunk:
+            return got, time.monotonic() - started
+        got += chunk
+    raise AssertionError(f"the connection was still open after {WAIT} s, having sent {got[:80]!r}")
+
+
+def nothing_yet(conn: socket.socket) -> bool:
+    """True if the server has neither written to `conn` nor closed it."""
+    return not select.select([conn], [], [], 0)[0]
+
+
+def test_a_slow_client_holds_no_more_than_its_cap_and_others_are_served_meanwhile():
+    async def scenario():
+        app = create_app(agent_factory=agents())
+        async with guarded(app, header_timeout=30.0, max_per_client=3, limit_concurrency=8) as server:
+            slow = [connect_from(SLOW, server) for _ in range(10)]
+            for conn in slow:
+                conn.send(PARTIAL)
+            await wait_until(lambda: sum(not nothing_yet(c) for c in slow) == 7)
+            refused = [await answer_of(c) for c in slow if not nothing_yet(c)]
+            held = [c for c in slow if nothing_yet(c)]
+            async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{server[1]}", timeout=WAIT) as http:
+                served = await http.post("/chat", json={"message": "What is 2 + 2?"})
+            still_held = sum(nothing_yet(c) for c in held)
+            others = [connect_from("127.0.0.3", server) for _ in range(3)]  # with the 3 held: past the cap of 8?
+            crowd = [connect_from(f"127.0.0.{4 + n}", server) for n in range(3)]
+            await wait_until(lambda: sum(not nothing_yet(c) for c in others + crowd) >= 1)
+            over = [await answer_of(c) for c in others + crowd if not nothing_yet(c)]
+            for conn in slow + others + crowd:
+                conn.close()
+            return refused, len(held), served, still_held, over
+
+    refused, held, served, still_held, over = asyncio.run(scenario())
+    assert held == 3 and still_held == 3  # the slow client's cap, kept while another was served
+    for answer, seconds in refused:  # the rest refused at once, in the service's JSON shape
+        assert answer.startswith(b"HTTP/1.1 503 ") and b"retry-after: 1" in answer and seconds < 1.0
+        assert b'"type":"overloaded"' in answer and b"this address has 3 connections open" in answer
+    assert served.status_code == 200 and "4" in served.json()["text"]
+    assert over and all(b"8 connections are open" in answer for answer, _ in over)  # the cap of all clients
+
+
+def test_headers_and_bodies_that_come_too_slowly_get_408_and_their_connection_closed():
+    async def scenario():
+        app = create_app(agent_factory=agents(), body_timeout_seconds=0.2)
+        async with guarded(app, header_timeout=0.2, max_per_client=8, limit_concurrency=16) as server:
+            headers = connect_from(SLOW, server)
+            headers_late = await answer_of(headers, dribble=b"POST /chat HTTP/1.1\r\nhost: 127.0.0.1\r\n" * 3)
+            body = connect_from(SLOW, server)
+            body.send(b"POST /chat HTTP/1.1\r\nhost: 127.0.0.1\r\ncontent-type: application/json\r\n"
+                      b"content-length: 1000\r\n\r\n")
+            body_late = await answer_of(body, dribble=b'{"message": "' + b"x" * 100)
+            again = connect_from(SLOW, server)  # a kept-alive connection: its next request has a deadline too
+            again.send(b"GET / HTTP/1.1\r\nhost: 127.0.0.1\r\n\r\n")
+            next_late = await answer_of(again, dribble=b"GET / HTTP/1.1\r\n" * 10)
+            for conn in (headers, body, again):
+                conn.close()
+            return headers_late, body_late, next_late
+
+    (headers, h_seconds), (body, b_seconds), (next_request, n_seconds) = asyncio.run(scenario())
+    assert headers.startswith(b"HTTP/1.1 408 ") and b'"type":"request_timeout"' in headers
+    assert b"headers did not arrive within 0.2 s" in headers and 0.2 <= h_seconds < 2.0
+    assert b" 408 " in body.split(b"\r\n")[0] and b"the body did not arrive within 0.2 s" in body
+    assert 0.2 <= b_seconds < 2.0
+    first, _, rest = next_request.partition(b"HTTP/1.1 408 ")
+    assert first.startswith(b"HTTP/1.1 200 ") and b"headers did not arrive" in rest and n_seconds < 2.0
