@@ -32,7 +32,8 @@ them with plain calls and `arun_loop` with `await` (see "the decisions, once" be
 Notebook 10 adds three things a run can meet. A tool that needs a person's approval
 runs only if `approve(call)` says so (`ToolRegistry.run_all`); each answer becomes an
 `approval` event. A tool that is itself an agent (`team.py`) charges its tokens to the
-run that called it (`current_run().charge(...)`), so the budget covers sub-agents too.
+run that called it (`current_run().charge(...)`), and its model calls draw on that run's
+ledger (`Loop.ledger`, a `team.Ledger`), so one budget bounds a tree of agents in parallel.
 And a tool named in `handoff_tools` ends the run once its result is in the history,
 with `stop` "handoff": another agent takes the conversation from there.
 """
@@ -53,6 +54,7 @@ from typing import Any, Callable, Generator, Iterator, Union
 from miniagent import tracing
 from miniagent.client import APIError, Usage
 from miniagent.messages import assistant, safe_str, storable_content, text_of, tool_result, tool_use_ids, user
+from miniagent.tokens import estimate_request
 from miniagent.tools import NotAsked, ToolRegistry
 
 Event = dict[str, Any]
@@ -61,6 +63,8 @@ ToolUseCallback = Callable[[dict], None]
 
 # Why the loop stopped: a stop_reason the model gave, or a limit the loop enforced.
 DONE = ("end_turn", "stop_sequence")
+# What a call's answer may cost when neither the request nor the client says (its max_tokens): for a ledger
+DEFAULT_MAX_OUTPUT = 4096
 
 
 @dataclass
@@ -272,7 +276,7 @@ class Loop:
     """One run's settings and state; `steps()` is the run, as a generator of Effects."""
 
     def __init__(self, messages: list[dict], *, tools: ToolRegistry | list | None = None,
-                 system: str | list | None = None, max_iterations: int = 10, token_budget: int | None = None,
+                 system: str | list | None = None, max_iterations: int = 10, token_budget: Any = None,
                  max_repeats: int = 2, parallel: bool = True, policy: Any = None,
                  on_event: Callable[[Event], None] | None = None, stream: bool = False,
                  on_text: TextCallback | None = None, on_tool_use: ToolUseCallback | None = None,
@@ -284,7 +288,12 @@ class Loop:
         self.request = {"system": system, "tools": self.registry.schemas() if self.registry else None,
                         **create_kwargs}
         self.history = list(messages)
-        self.max_iterations, self.token_budget, self.max_repeats = max_iterations, token_budget, max_repeats
+        # a number of tokens, or a ledger shared with other runs (team.Ledger); team.py gives a run one
+        # when it first delegates, so that its sub-agents, running in parallel, draw on one budget
+        self.ledger: Any = None if token_budget is None or isinstance(token_budget, (int, float)) else token_budget
+        self.token_budget = token_budget if self.ledger is None else self.ledger.limit
+        self.max_iterations, self.max_repeats = max_iterations, max_repeats
+        self.max_output: int | None = None  # the client's max_tokens, set by the driver: a call's worst case
         self.parallel, self.policy, self.stream = parallel, policy, stream
         self.on_text, self.on_tool_use = on_text, on_tool_use
         self.emit = on_event or (lambda event: None)
@@ -302,6 +311,16 @@ class Loop:
             self.usage.calls += usage.calls
             self.emit({"type": "usage", "source": source, "input_tokens": usage.input_tokens,
                        "output_tokens": usage.output_tokens, "calls": usage.calls})
+
+    def reservation(self, view: list[dict]) -> int:
+        """What the next call may cost at most, for the ledger: its estimated input and its max_tokens."""
+        if self.ledger is None:
+            return 0
+        body = {"messages": view, "system": self.request["system"], "tools": self.request["tools"]}
+        output = self.request.get("max_tokens") or self.max_output
+        if isinstance(output, bool) or not isinstance(output, int) or output < 1:
+            output = DEFAULT_MAX_OUTPUT
+        return estimate_request(body) + output
 
     def asked(self, call: dict) -> Any:
         """Ask the approver about one call, and say what it answered as an `approval` event."""
@@ -335,23 +354,32 @@ class Loop:
             if self.iterations >= self.max_iterations:
                 return self.finish("max_iterations", f"stopped after {self.iterations} model calls "
                                    f"(max_iterations={self.max_iterations})")
-            if self.token_budget is not None and usage.total_tokens >= self.token_budget:
+            if self.ledger is not None and (why := self.ledger.refusal()) is not None:  # not even a summary
+                return self.finish("token_budget", f"stopped: {why}")
+            if self.ledger is None and self.token_budget is not None and usage.total_tokens >= self.token_budget:
                 return self.finish("token_budget", f"stopped: {usage.total_tokens:,} tokens used, "
                                    f"budget {self.token_budget:,}")
             try:
                 view = (yield PolicyView(history)) if self.policy else history
             except APIError as err:  # e.g. Summarize's own model call: nothing was appended
                 return self.failed(err, "the context policy's API call", self.iterations + 1)
+            reservation = self.reservation(view)
+            if self.ledger is not None and (why := self.ledger.admit(reservation)) is not None:
+                return self.finish("token_budget", f"stopped: {why}")
             self.iterations += 1
             iteration = self.iterations
             emit({"type": "request", "iteration": iteration, "messages": len(history), "sent": len(view)})
             started = time.perf_counter()
             watcher = StreamWatcher(iteration, started, self.on_text, self.on_tool_use) if self.stream else None
+            before = usage.total_tokens
             try:
                 response = yield ModelCall(view, watcher)
+                usage.add(response.get("usage") or {})
             except APIError as err:  # nothing was appended for this call: the history is as it was
                 return self.failed(err, "the API call", iteration, watcher)
-            usage.add(response.get("usage") or {})
+            finally:  # answered, failed or cancelled: the reservation goes back, the cost is spent
+                if self.ledger is not None:
+                    self.ledger.settle(reservation, usage.total_tokens - before)
             stop_reason = response.get("stop_reason")
             content = storable_content(response.get("content"), used_ids)
             event: Event = {"type": "response", "iteration": iteration, "stop_reason": stop_reason,
@@ -433,7 +461,7 @@ class Loop:
 
 
 def run_loop(client: Any, messages: list[dict], *, tools: ToolRegistry | list | None = None,
-             system: str | list | None = None, max_iterations: int = 10, token_budget: int | None = None,
+             system: str | list | None = None, max_iterations: int = 10, token_budget: Any = None,
              max_repeats: int = 2, parallel: bool = True, policy: Any = None,
              on_event: Callable[[Event], None] | None = None, stream: bool = False,
              on_text: TextCallback | None = None, on_tool_use: ToolUseCallback | None = None,
@@ -460,7 +488,9 @@ def run_loop(client: Any, messages: list[dict], *, tools: ToolRegistry | list | 
 
     `approve(call)` is asked before a tool that needs approval runs (see
     `ToolRegistry.run_all`); `handoff_tools` names tools whose call ends the run with
-    stop "handoff" (see `team.handoff`). With a tracer active (`tracing.py`), each model
+    stop "handoff" (see `team.handoff`). `token_budget` is a number of tokens, or a ledger
+    shared with other runs (`team.Ledger`: each sub-agent draws on its parent's), which
+    must admit each call first. With a tracer active (`tracing.py`), each model
     call is a `chat` span and each tool call an `execute_tool` span.
     """
     if inspect.iscoroutinefunction(getattr(client, "create", None)):  # e.g. handoff() given AsyncAgents
@@ -470,6 +500,7 @@ def run_loop(client: Any, messages: list[dict], *, tools: ToolRegistry | list | 
                 max_repeats=max_repeats, parallel=parallel, policy=policy, on_event=on_event, stream=stream,
                 on_text=on_text, on_tool_use=on_tool_use, approve=approve, handoff_tools=handoff_tools,
                 **create_kwargs)
+    loop.max_output = getattr(client, "max_tokens", None)
 
     def perform(effect: Effect) -> Any:
         if isinstance(effect, ModelCall):
@@ -515,6 +546,7 @@ async def arun_loop(client: Any, messages: list[dict], **options: Any) -> LoopRe
         raise TypeError(f"arun_loop needs an async client (AsyncClient, connect_async()); "
                         f"{type(client).__name__}.create is not a coroutine function: use run_loop")
     loop = Loop(messages, **options)
+    loop.max_output = getattr(client, "max_tokens", None)
 
     async def perform(effect: Effect) -> Any:
         if isinstance(effect, ModelCall):

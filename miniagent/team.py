@@ -15,16 +15,29 @@ An agent is a loop with a system prompt, tools and a history. Two ways to combin
   carries on from the same history with its own prompt and tools.
 
 The rules that keep it safe: a specialist's tokens are charged to the run that called
-it, so the parent's `usage` and `token_budget` cover everything spent on its behalf
-(and a specialist never gets more budget than the parent has left); a specialist that
-fails (an API error, a budget, a depth limit) comes back to the parent as an error
-result, never as an exception; and delegation depth is bounded (`max_depth`), so an
-agent that can call itself, directly or not, stops instead of recursing forever.
+it, so the parent's `usage` is the whole bill; a specialist that fails (an API error, a
+budget, a depth limit) comes back to the parent as an error result, never as an
+exception; and delegation depth is bounded (`max_depth`), so an agent that can call
+itself, directly or not, stops instead of recursing forever.
+
+And one budget bounds the whole tree. Each specialist runs on a share of its parent's
+`Ledger`: capped at its own `token_budget` and at what the parent had left
+when the round began (never more), and drawing on the parent's ledger, which draws on
+its own parent's, up to the run that was asked. Every model call anywhere in the tree is
+admitted by all of them first, under one lock, from threads and coroutines alike. So for
+the run that was asked, whatever the fan-out and the depth:
+
+    everything spent on its behalf <= its token_budget + the largest single model call
+
+(exact offline; live, up to the token estimate's error on each call's input). Giving each
+specialist the parent's whole remainder, as before, let spending grow with
+fan-out^depth: `token_budget=1000`, fan-out 3 and the default depth spent 13,400 tokens.
 """
 
 from __future__ import annotations
 
 import inspect
+import threading
 from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Any, Callable
@@ -45,10 +58,111 @@ ORCHESTRATOR_SYSTEM = ("You coordinate specialists. Split the user's question in
                        "into one short reply. Answer in the language of the question.")
 
 _DEPTH: ContextVar[int] = ContextVar("miniagent_delegation_depth", default=0)
+_GIVING_LEDGERS = threading.Lock()  # two specialists of a round may start at once: one ledger for their parent
 
 
 class DelegationError(Exception):
     """A specialist could not give an answer; the registry turns this into an error result for the parent."""
+
+
+# --- one budget for a tree of agents ------------------------------------------------------------
+
+
+class Ledger:
+    """A token budget that every run working for one question draws on, in any thread or coroutine.
+
+    A lone run needs no more than "stop when the budget is spent": its calls come one after
+    another, so it overshoots by its last call at most. Sub-agents break that: specialists
+    asked in one round run at the same time, each with its own loop. So the run that first
+    delegates gets a ledger (`Loop.ledger`), each sub-agent runs on a `share()` of it (its
+    own cap, drawing on the parent's ledger, which draws on its parent's...), and every
+    model call of the tree goes through it, under one lock (`Loop.steps` asks it):
+
+    - before the call, `admit(reservation)`: the call's worst case, its estimated input
+      (`tokens.estimate_request`, what the mock bills) plus its `max_tokens`. It is admitted
+      if that fits in what is neither spent nor held by calls still running, at every level;
+      or, when it does not fit, on credit, if nothing else is running at that level and
+      something is left. Otherwise it is refused, with the reason (`str`), and the run stops
+      with `token_budget`;
+    - after the call (answered, failed or cancelled), `settle(reservation, actual)`: the
+      reservation is given back and what the call really cost is spent.
+
+    The bound, for every level (the run's own `token_budget` included):
+
+        spent <= limit + the largest single model call
+
+    A call that fits cannot take spending past the limit, since it costs at most what it
+    reserved; only a call on credit can, and it runs alone, starting below the limit. This
+    is exact offline (the mock bills by the same estimate). Live, the estimate of a call's
+    input can be short of what the API counts, and each call that fitted can add that error.
+    Which of several parallel specialists gets the last tokens depends on which asks first;
+    the bound holds whatever the order. A run that never delegates never gets a ledger.
+    """
+
+    def __init__(self, limit: int | None, parent: "Ledger | None" = None, spent: int = 0) -> None:
+        self.limit, self.parent = limit, parent
+        self.spent = spent  # tokens charged here and below
+        self.held = 0       # tokens reserved by calls running here and below
+        self.running = 0    # calls admitted here and below, not settled yet
+        self._lock: threading.Lock = parent._lock if parent is not None else threading.Lock()
+
+    def share(self, limit: int | None) -> "Ledger":
+        """A sub-agent's ledger: at most `limit` of its own (None: no cap but this one's), drawing on this one."""
+        return Ledger(limit, self)
+
+    @property
+    def left(self) -> int | None:
+        """Of this level's limit, what is not spent yet (None without a limit)."""
+        return None if self.limit is None else self.limit - self.spent
+
+    def _levels(self) -> list["Ledger"]:
+        levels, level = [], self
+        while level is not None:
+            levels.append(level)
+            level = level.parent
+        return levels
+
+    def _refusal(self, reservation: int) -> str | None:
+        """Why this level cannot admit a call that may cost `reservation`, or None (the lock is held)."""
+        if self.limit is None:
+            return None
+        if self.spent >= self.limit:
+            return f"{self.spent:,} tokens used, budget {self.limit:,}"
+        if self.spent + self.held + reservation <= self.limit or self.running == 0:  # fits, or on credit alone
+            return None
+        why = f"{self.spent:,} tokens used and {self.held:,} held by calls still running, budget {self.limit:,}"
+        return why + (f": no room for a call that may cost up to {reservation:,}" if reservation else "")
+
+    def _why_not(self, levels: list["Ledger"], reservation: int) -> str | None:
+        for n, level in enumerate(levels):
+            why = level._refusal(reservation)
+            if why is not None:
+                return why if n == 0 else f"the delegating run's budget: {why}"
+        return None
+
+    def refusal(self) -> str | None:
+        """Why no call at all could be admitted now (the budget is spent or held), else None."""
+        with self._lock:
+            return self._why_not(self._levels(), 0)
+
+    def admit(self, reservation: int) -> str | None:
+        """Reserve `reservation` tokens for one model call: None if admitted, else why not."""
+        with self._lock:
+            levels = self._levels()
+            why = self._why_not(levels, reservation)
+            if why is None:
+                for level in levels:
+                    level.held += reservation
+                    level.running += 1
+            return why
+
+    def settle(self, reservation: int, actual: int) -> None:
+        """A call admitted with `reservation` is over and cost `actual` tokens (0 if it failed)."""
+        with self._lock:
+            for level in self._levels():
+                level.held -= reservation
+                level.running -= 1
+                level.spent += actual
 
 
 # --- delegation: an agent as a tool -------------------------------------------------------------
@@ -99,17 +213,24 @@ def _begin(agent: Agent, name: str, max_depth: int) -> tuple[Agent, Any, Any]:
                               f"(max_depth={max_depth}). Do this part yourself or answer without it.")
     parent = current_run()
     sub = agent.fork()
-    if parent is not None and parent.token_budget is not None:
-        # what was left when this round's calls began, not now: parallel specialists each get the same
-        # share whatever order their threads start in (a run is repeatable); the parent stops at its
-        # next check if together they overspend it
-        left = parent.tokens_left if parent.tokens_left is not None else \
-            parent.token_budget - parent.usage.total_tokens
-        if left <= 0:
+    if parent is not None and (parent.token_budget is not None or parent.ledger is not None):
+        # its cap: what was left when this round's calls began, not now, so parallel specialists get the
+        # same cap whatever order they start in; the parent's ledger then bounds what they spend together
+        left = parent.tokens_left
+        if left is not None and left <= 0:
             raise DelegationError(f"{name} was not asked: this run's token budget "
                                   f"({parent.token_budget:,}) is spent.")
-        sub.token_budget = left if sub.token_budget is None else min(sub.token_budget, left)
+        own = sub.token_budget
+        sub.token_budget = _ledger(parent).share(left if own is None else own if left is None else min(own, left))
     return sub, parent, _DEPTH.set(depth + 1)
+
+
+def _ledger(run: Any) -> Ledger:
+    """The ledger `run`'s sub-agents draw on: its own, or a new one holding what it spent so far."""
+    with _GIVING_LEDGERS:
+        if run.ledger is None:
+            run.ledger = Ledger(run.token_budget, spent=run.usage.total_tokens)
+        return run.ledger
 
 
 def _end(sub: Agent, parent: Any, name: str, token: Any) -> None:

@@ -493,11 +493,9 @@ def test_after_the_last_handoff_an_agent_without_tools_gets_transfers_that_refus
     assert refusal["is_error"] is True and "no more hand-offs" in refusal["content"]
 
 
-def test_parallel_specialists_get_the_same_budget_whichever_finishes_first():
-    """The share is what was left when the round began: a specialist that starts after its sibling
-    has already charged the parent gets the same budget, so a run is repeatable."""
-    import re as regex
-
+def test_a_specialist_that_starts_after_the_budget_is_spent_is_refused_by_the_runs_budget():
+    """Each specialist of a round is capped at what was left when the round began; and they all draw on
+    the run's one ledger, so a specialist that starts after its sibling spent the rest makes no call."""
     from miniagent.builtin_tools import default_tools
 
     llm = connect(offline=True, quiet=True)
@@ -516,10 +514,18 @@ def test_parallel_specialists_get_the_same_budget_whichever_finishes_first():
             first_done.set()
 
     def math_after(task):
-        assert first_done.wait(5)  # the weather specialist has charged the parent by now
+        assert first_done.wait(5)  # the weather specialist has spent its call by now
         return m.fn(task=task)
     boss = Agent(llm, [Tool(w.name, w.description, w.input_schema, weather_first),
                        Tool(m.name, m.description, m.input_schema, math_after)], token_budget=400)
-    boss.run("What is the weather in Paris and Tokyo, and what is 1299 * 0.85?")
-    budgets = [regex.search(r"budget (\d+)", e["content"]).group(1) for e in boss.trace.of_type("tool_result")]
-    assert len(budgets) == 2 and budgets[0] == budgets[1]
+    result = boss.run("What is the weather in Paris and Tokyo, and what is 1299 * 0.85?")
+    outcome = {e["name"]: e["content"] for e in boss.trace.of_type("tool_result")}
+    first = llm.mock.requests[0]["response"]["usage"]
+    left = 400 - first["input_tokens"] - first["output_tokens"]
+    assert f"tokens used, budget {left}." in outcome["weather_expert"]  # its cap: what the round began with
+    assert "stopped: the delegating run's budget: " in outcome["math_expert"]
+    assert "budget 400." in outcome["math_expert"]
+    calls = [r["response"]["usage"] for r in llm.mock.requests]
+    assert len(calls) == 2 and result.usage.total_tokens == sum(u["input_tokens"] + u["output_tokens"] for u in calls)
+    assert result.stop == "token_budget" and result.usage.total_tokens <= 400 + max(
+        u["input_tokens"] + u["output_tokens"] for u in calls)

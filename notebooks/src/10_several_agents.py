@@ -194,20 +194,75 @@ print(f"the orchestrator's own calls: {own:,} tokens")
 print(f"result.usage: {result.usage.total_tokens:,} tokens in {result.usage.calls} calls (everything)")
 
 # %% [markdown]
-# A budget smaller than the whole job stops it. The specialists are asked with at most
-# what the parent has left, and the parent checks its budget before each model call:
+# A budget smaller than the whole job stops it, and it must stop the whole job: the
+# orchestrator's calls and every specialist's, however many run at once and however deep
+# they delegate. Telling each specialist what the parent has left is not enough: two
+# specialists asked together would each take that remainder as theirs, and so would each
+# of theirs, so spending would grow with fan-out^depth. So every run of the tree draws on
+# one ledger (`miniagent.team.Ledger`). Before each model call, the call reserves its worst
+# case: its estimated input plus `max_tokens`. It runs if that fits in what is neither
+# spent nor reserved by calls still running; if it does not fit, it runs only alone, on
+# credit, while something is left. A call that fits cannot pass the budget, and the one on
+# credit starts below it, so:
+#
+# **spent ≤ `token_budget` + the largest single model call**
+#
+# exactly so offline, where the mock bills by the same estimate; live, the estimate of a
+# call's input can fall a little short. Here the specialists go one after another
+# (`parallel=False`), so that the printout is the same on every run:
 
 # %%
-tight = team.orchestrator(llm, [weather, math], token_budget=400)
+tight = team.orchestrator(llm, [weather, math], token_budget=400, parallel=False)
 stopped = tight.run(QUESTION)
 print(stopped.stop, "|", stopped.reason)
-for e in sorted(tight.trace.of_type("tool_result"), key=lambda e: e["name"]):
+for e in tight.trace.of_type("tool_result"):
     print(f"  {e['name']}: {re.search(r'stopped before answering.*?(?=[.] If)', e['content']).group()}")
+made = [e for e in llm.exchanges if e.status == 200][-stopped.usage.calls:]  # this run's model calls
+sizes = [e.response["usage"]["input_tokens"] + e.response["usage"]["output_tokens"] for e in made]
+print(f"spent {stopped.usage.total_tokens:,} tokens in {len(sizes)} calls; the largest call: {max(sizes):,}")
+print("spent <= 400 + the largest call:", stopped.usage.total_tokens <= 400 + max(sizes))
 
 # %% [markdown]
-# Each specialist was given only the budget the orchestrator had left after its first
-# call, spent it, and stopped; the orchestrator got two error results, and its own
-# budget check ended the run before another model call.
+# The orchestrator's first call left little of the 400. The weather specialist was capped
+# at that (what was left when the round began), made one call on credit, which took the
+# run past 400, and stopped before a second; the math specialist was refused by the run's
+# budget before it made any call; the orchestrator got two error results and stopped. The
+# run went over, by less than one call. In parallel, which specialist gets the last call
+# depends on which asks first; the bound is the same.
+#
+# The bound does not depend on the shape of the tree either. Three research specialists
+# that may each ask all three (themselves too), under an orchestrator that asks all three:
+# with the default `max_depth` of 3, that is 1 + 3 + 9 + 27 agents, asked in parallel.
+# The same question without a budget, then with `token_budget=1000`:
+
+# %%
+team_llm = miniagent.connect(quiet=True, history=500)  # a client of their own: it records only these runs
+
+
+def research_team(budget=None):
+    experts = [Agent(team_llm, [], name=f"{n}_expert",
+                     description=f"A research specialist ({n}): researches any topic and reports.")
+               for n in ("alpha", "beta", "gamma")]
+    for expert in experts:
+        for other in experts:
+            expert.tools.register(team.agent_tool(other))
+    return team.orchestrator(team_llm, experts, token_budget=budget)
+
+
+for budget in (None, 1_000):
+    team_llm.exchanges.clear()
+    run = research_team(budget).run("Research the topic of solar power, please.")
+    sizes = [e.response["usage"]["input_tokens"] + e.response["usage"]["output_tokens"]
+             for e in team_llm.exchanges if e.status == 200]
+    print(f"token_budget={budget}: {sum(sizes):,} tokens in {len(sizes)} calls, the largest {max(sizes):,}; "
+          f"stop: {run.stop}")
+print("spent <= 1000 + the largest call:", sum(sizes) <= 1_000 + max(sizes))
+
+# %% [markdown]
+# Without a budget, the tree costs what fan-out^depth says. With one, no call fitted beside
+# another, so each ran alone, on credit, until the budget was spent; every agent still
+# waiting to call its model got an error result instead, and the whole tree stopped less
+# than one call past the budget.
 
 # %% [markdown]
 # ## When a specialist fails
@@ -370,8 +425,8 @@ chat
 # - A specialist is a tool whose function runs another loop with its own prompt, tools
 #   and empty history; only its short answer reaches the parent's context.
 # - The package's `agent_tool` adds the rules: a fresh fork per call, tokens charged to the
-#   parent's budget, failures as error results, bounded depth; `handoff` moves the
-#   conversation to another agent instead.
+#   parent, one budget for the whole tree (spent ≤ budget + the largest single call),
+#   failures as error results, bounded depth; `handoff` moves the conversation on instead.
 # - A plan is a tool the model keeps; approval is a callback before a risky tool, and a
 #   refusal is just another tool result.
 #
