@@ -36,11 +36,27 @@ protocol version we do not speak. The child gets a minimal environment (never ou
 keys) unless you pass more. `close()` follows the spec's shutdown: close the server's
 stdin, wait, SIGTERM, SIGKILL.
 
+A server may also stop reading its stdin, and a pipe holds only some 64 KB: a write
+beyond that waits for the reader, for ever if it never reads. So no caller writes to the
+pipe itself. One writer thread does, from a queue; a request waits for its message to be
+written only until its own timeout (the same deadline as for its answer), and one still
+queued then is taken back unsent. The reader thread never waits for the writer: it
+queues its answers to the server's requests (`ping`), a bounded number of them, and
+drops the rest. And `close()` kills, at once, a server whose stdin cannot take the
+end-of-file.
+
 `tools(client)` turns the server's tools into ordinary `Tool`s, so the registry and
 the loop do not change: an MCP result with `isError: true` raises `MCPToolError`, which
 the registry answers as an error tool_result. Its options are the host's defences: an
 allow-list of tools, pinned definitions (a tool that changes after you reviewed it is
 refused), approval before each call, and descriptions cleaned of invisible characters.
+
+What you review is exactly what the model gets, for every string it is sent: the prose
+(every `description` and `title`, in the tool and anywhere in its schema) is cleaned;
+the strings the model must send back as they are (property names, enum and const values,
+defaults, examples, patterns: any other string) cannot be cleaned without changing what
+the server receives, so a tool with an invisible character in one of them is refused.
+`clean_tool` gives what the model gets, and `fingerprint` (the pin) is its hash.
 """
 
 from __future__ import annotations
@@ -50,8 +66,10 @@ import hashlib
 import itertools
 import json
 import os
+import re
 import subprocess
 import threading
+import time
 import unicodedata
 from typing import Any, Iterable
 
@@ -67,6 +85,9 @@ MAX_LINE_BYTES = 1_000_000  # one message; a server that sends more is broken (o
 STDERR_LINES = 20  # the server's last stderr lines kept, to explain a crash
 STDERR_LINE_CHARS = 500
 MAX_DESCRIPTION_CHARS = 2_000  # a tool description longer than this is cut: it is prompt text we pay for
+MAX_SCHEMA_DEPTH = 32  # an inputSchema nested deeper is refused (real ones are a few levels deep)
+MAX_UNAWAITED = 32  # queued messages nobody waits for (answers to a server's pings, cancellations); more are dropped
+CLOSE_WRITE_GRACE = 0.5  # close(): how long a write in progress may go on before the server is killed
 # What a server process inherits from us unless told otherwise: enough to run, no secrets.
 INHERITED_ENV = ("HOME", "LOGNAME", "PATH", "SHELL", "TERM", "USER", "LANG", "LC_ALL", "TMPDIR",
                  "SYSTEMROOT", "TEMP", "TMP")
@@ -96,7 +117,8 @@ class MCPError(Exception):
 
 
 class MCPTimeoutError(MCPError):
-    """A request got no response in time (it was cancelled with notifications/cancelled)."""
+    """A request got no response in time (it was cancelled with notifications/cancelled), or the
+    server read nothing in that time (it was never sent)."""
 
 
 class MCPToolError(MCPError):
@@ -130,8 +152,12 @@ class MCPClient:
         self.protocol_version: str = PROTOCOL_VERSION
         self._ids = itertools.count(1)
         self._pending: dict[int, dict] = {}  # id -> {"done": Event, "response"/"error": ...}
-        self._lock = threading.Lock()  # guards _pending and _broken
-        self._write_lock = threading.Lock()  # one message at a time on stdin
+        self._lock = threading.Lock()  # guards _pending, _broken and the outbox
+        self._outbox: collections.deque[_Outgoing] = collections.deque()  # for the writer thread, in order
+        self._wake_writer = threading.Condition(self._lock)
+        self._writing: _Outgoing | None = None  # the message the writer is writing now
+        self._writing_since = 0.0  # since when (time.monotonic())
+        self._unawaited = 0  # how many messages in the outbox nobody waits for (at most MAX_UNAWAITED)
         self._broken: str | None = None  # why the session is over, once it is
         self._stderr: collections.deque[str] = collections.deque(maxlen=STDERR_LINES)
         try:
@@ -144,6 +170,8 @@ class MCPClient:
         self._stderr_reader.start()
         self._reader = threading.Thread(target=self._read_stdout, daemon=True, name="mcp-reader")
         self._reader.start()
+        self._writer = threading.Thread(target=self._write_stdin, daemon=True, name="mcp-writer")
+        self._writer.start()
 
     @classmethod
     def start(cls, command: list[str], **options: Any) -> "MCPClient":
@@ -235,7 +263,13 @@ class MCPClient:
     # --- JSON-RPC -------------------------------------------------------------------
 
     def request(self, method: str, params: dict | None = None, *, timeout: float | None = None) -> Any:
-        """Send a request and wait for its response: the result, or MCPError."""
+        """Send a request and wait for its response: the result, or MCPError.
+
+        `timeout` (default: the client's) bounds the whole request, writing it included: a
+        server that stops reading its stdin makes it an MCPTimeoutError like any other silence.
+        """
+        limit = self.timeout if timeout is None else timeout
+        deadline = time.monotonic() + limit
         request_id = next(self._ids)
         slot: dict = {"done": threading.Event()}
         with self._lock:
@@ -248,39 +282,101 @@ class MCPClient:
         if params is not None:
             message["params"] = params
         try:
-            self._send(message)
+            sent = self._send(message, deadline)
         except MCPError:
             with self._lock:
                 self._pending.pop(request_id, None)
             raise
-        limit = self.timeout if timeout is None else timeout
-        if not slot["done"].wait(limit):
+        if sent != "written" or not slot["done"].wait(max(0.0, deadline - time.monotonic())):
             with self._lock:
                 self._pending.pop(request_id, None)
             if not slot["done"].is_set():  # the answer may have arrived just now
-                try:  # tell the server to stop working on it (spec: basic/utilities/cancellation)
-                    self.notify("notifications/cancelled", {"requestId": request_id, "reason": "timeout"})
-                except MCPError:
-                    pass
-                raise MCPTimeoutError(f"{method}: no response from the MCP server within {limit:g} s")
+                if sent == "unsent":  # taken back from the queue: the server never saw it
+                    raise MCPTimeoutError(f"{method}: the MCP server read nothing from its stdin for {limit:g} s "
+                                          "(it has stopped reading), so the request was not sent")
+                # Tell the server to stop working on it (spec: basic/utilities/cancellation).
+                self._send({"jsonrpc": "2.0", "method": "notifications/cancelled",
+                            "params": {"requestId": request_id, "reason": "timeout"}})
+                stuck = " (it stopped reading its stdin in the middle of the request)" if sent == "partly" else ""
+                raise MCPTimeoutError(f"{method}: no response from the MCP server within {limit:g} s{stuck}")
         if "error" in slot:
             raise MCPError(slot["error"])
         return _result(method, slot["response"])
 
     def notify(self, method: str, params: dict | None = None) -> None:
-        """Send a notification: no id, and no response."""
-        self._send({"jsonrpc": "2.0", "method": method, **({"params": params} if params is not None else {})})
+        """Send a notification (no id, and no response), waiting at most `timeout` for it to be written."""
+        message = {"jsonrpc": "2.0", "method": method, **({"params": params} if params is not None else {})}
+        if self._send(message, time.monotonic() + self.timeout) != "written":
+            raise MCPTimeoutError(f"{method}: the MCP server read nothing from its stdin for {self.timeout:g} s")
 
-    def _send(self, message: dict) -> None:
-        data = json.dumps(message, ensure_ascii=False).encode() + b"\n"  # dumps never writes a raw newline
-        with self._write_lock:
+    def _send(self, message: dict, deadline: float | None = None) -> str:
+        """Queue one message for the writer thread.
+
+        With a deadline, wait until it is written: "written", or at the deadline "unsent" (taken
+        back from the queue) or "partly" (the writer is in the middle of it, stuck on a full pipe).
+        Without one (an answer or a notification nobody waits for): "queued", or "dropped" when
+        MAX_UNAWAITED are already waiting, so a server that floods us and reads nothing
+        costs a bounded queue, and the caller (the reader thread) never waits.
+        """
+        item = _Outgoing(message, encode_line(message), unawaited=deadline is None)
+        with self._lock:
+            if self._broken:
+                if item.unawaited:
+                    return "dropped"
+                raise MCPError(self._broken)
+            if item.unawaited:
+                if self._unawaited >= MAX_UNAWAITED:
+                    return "dropped"
+                self._unawaited += 1
+            self._outbox.append(item)
+            self._wake_writer.notify()
+        if deadline is None:
+            return "queued"
+        if not item.done.wait(max(0.0, deadline - time.monotonic())):
+            with self._lock:
+                if item in self._outbox:
+                    self._outbox.remove(item)
+                    return "unsent"
+                if not item.done.is_set():
+                    return "partly"
+        if item.error:
+            raise MCPError(item.error)
+        return "written"
+
+    # --- the writer thread ----------------------------------------------------------
+
+    def _write_stdin(self) -> None:
+        """Write the outbox to the server's stdin, one message at a time, until the session ends.
+
+        The only code that touches stdin, so a write stuck on a full pipe blocks this thread
+        alone. At the end it closes stdin: the server reads end-of-file (spec: shutdown).
+        """
+        stdin = self.proc.stdin
+        while True:
+            with self._lock:
+                while not self._outbox and not self._broken:
+                    self._wake_writer.wait()
+                if self._broken:
+                    break
+                item = self._writing = self._outbox.popleft()
+                self._writing_since = time.monotonic()
+                self._unawaited -= item.unawaited
             if self.wire is not None:
-                self.wire.append(("->", message))
+                self.wire.append(("->", item.message))
             try:
-                self.proc.stdin.write(data)
-                self.proc.stdin.flush()
-            except (BrokenPipeError, OSError, ValueError) as exc:
-                raise MCPError(self._broken or f"cannot write to the MCP server: {exc}") from None
+                stdin.write(item.data)
+                stdin.flush()
+            except (OSError, ValueError) as exc:  # BrokenPipeError: the server is gone, or closed its stdin
+                self._fail(f"cannot write to the MCP server: {exc}")
+                item.finish(self._broken)
+                break
+            with self._lock:
+                self._writing = None
+            item.finish()
+        try:
+            stdin.close()
+        except OSError:  # a broken pipe, still holding the bytes it could not write
+            pass
 
     # --- the reader threads ---------------------------------------------------------
 
@@ -320,16 +416,13 @@ class MCPClient:
 
     def _dispatch(self, message: dict) -> None:
         if "method" in message:
-            if "id" in message:  # a request from the server: we answer ping, and refuse the rest
+            if _is_id(message.get("id")):  # a request from the server: we answer ping, and refuse the rest
                 answer = ({"result": {}} if message["method"] == "ping" else
-                          {"error": {"code": -32601, "message": f"method not found: {message['method']}"}})
-                try:
-                    self._send({"jsonrpc": "2.0", "id": message["id"], **answer})
-                except MCPError:
-                    pass
+                          {"error": {"code": -32601, "message": f"method not found: {_clean(message['method'], 100)}"}})
+                self._send({"jsonrpc": "2.0", "id": message["id"], **answer})  # queued, or dropped: never waits
             return  # a notification (log message, progress, list changed): the wire log shows it
         request_id = message.get("id")
-        if not isinstance(request_id, (int, str)) or isinstance(request_id, bool):
+        if not _is_id(request_id):
             return  # not an id we could have sent (a list, a float, null): nobody waits for it
         with self._lock:
             slot = self._pending.pop(request_id, None)
@@ -338,13 +431,23 @@ class MCPClient:
             slot["done"].set()
 
     def _fail(self, reason: str) -> None:
-        """The session is over: every pending request and every later one fails with `reason`."""
+        """The session is over: every pending request and every later one fails with `reason`.
+
+        Messages still queued are dropped (and whoever waits for one told why), and the writer
+        thread, woken, closes the server's stdin, unless it is stuck in a write: see `close`.
+        """
         with self._lock:
             self._broken = self._broken or reason
             pending, self._pending = self._pending, {}
+            unsent = list(self._outbox) + ([self._writing] if self._writing else [])
+            self._outbox.clear()
+            self._unawaited = 0
+            self._wake_writer.notify()
         for slot in pending.values():
             slot["error"] = reason
             slot["done"].set()
+        for item in unsent:
+            item.finish(self._broken)
 
     def _read_stderr(self) -> None:
         """Keep the last lines of the server's log; reading it all means a chatty server never blocks."""
@@ -358,13 +461,18 @@ class MCPClient:
     # --- shutdown -------------------------------------------------------------------
 
     def close(self) -> None:
-        """Stop the server (spec, lifecycle/shutdown): close its stdin, wait, then SIGTERM, then SIGKILL."""
-        self._fail("the MCP client is closed")
-        try:
-            self.proc.stdin.close()
-        except OSError:
-            pass
-        for stop in (None, self.proc.terminate, self.proc.kill):
+        """Stop the server (spec, lifecycle/shutdown): close its stdin, wait, then SIGTERM, then SIGKILL.
+
+        A server that has stopped reading cannot be told: the writer is stuck in a write to its
+        full stdin, which therefore cannot be closed. Such a server is killed at once (its pipe
+        then breaks, and the writer thread ends). Bounded: a second or so beyond the grace.
+        """
+        with self._lock:
+            stuck_for = time.monotonic() - self._writing_since if self._writing else 0.0
+        self._fail("the MCP client is closed")  # the writer drops the rest and closes stdin
+        self._writer.join(max(0.0, min(CLOSE_WRITE_GRACE, self.shutdown_grace) - stuck_for))
+        stops = (self.proc.kill,) if self._writer.is_alive() else (None, self.proc.terminate, self.proc.kill)
+        for stop in stops:
             if stop is not None:
                 stop()
             try:
@@ -373,9 +481,43 @@ class MCPClient:
             except subprocess.TimeoutExpired:
                 continue
         self.proc.wait()
-        self._reader.join(1.0)
-        for pipe in (self.proc.stdout, self.proc.stderr):
-            pipe.close()
+        for thread in (self._writer, self._reader, self._stderr_reader):
+            thread.join(1.0)  # each ends at the pipe's end, which the server's exit brought
+        for pipe, reader in ((self.proc.stdout, self._reader), (self.proc.stderr, self._stderr_reader)):
+            if not reader.is_alive():  # (one a grandchild still holds open is left to its daemon thread)
+                pipe.close()
+
+
+class _Outgoing:
+    """One message in the writer's queue, and how its writing ended (`done`; `error`, if it failed)."""
+
+    __slots__ = ("message", "data", "unawaited", "done", "error")
+
+    def __init__(self, message: dict, data: bytes, unawaited: bool) -> None:
+        self.message, self.data, self.unawaited = message, data, unawaited
+        self.done, self.error = threading.Event(), None
+
+    def finish(self, error: str | None = None) -> None:
+        if not self.done.is_set():
+            self.error = error
+            self.done.set()
+
+
+def encode_line(message: dict) -> bytes:
+    """A JSON-RPC message as one line of UTF-8 (json.dumps never writes a raw newline).
+
+    Text that cannot be UTF-8 (a lone surrogate, which JSON's \\ud800 escape can carry in)
+    is written as JSON escapes instead: the line stays valid, and nothing is lost.
+    """
+    try:
+        return json.dumps(message, ensure_ascii=False).encode() + b"\n"
+    except UnicodeEncodeError:
+        return json.dumps(message).encode() + b"\n"
+
+
+def _is_id(value: Any) -> bool:
+    """A JSON-RPC id as MCP has them: a string or an integer (never a bool, a float or null)."""
+    return isinstance(value, (int, str)) and not isinstance(value, bool)
 
 
 def _result(method: str, response: dict) -> dict:
@@ -402,7 +544,7 @@ def _result(method: str, response: dict) -> dict:
 def _clean(value: Any, limit: int) -> str:
     """Server text for an error message: one line of printable characters, bounded."""
     text = value if isinstance(value, str) else repr(value)
-    text = "".join(c if c.isprintable() else " " for c in text[: limit * 2])
+    text = "".join(c if c.isprintable() and not INVISIBLE.match(c) else " " for c in text[: limit * 2])
     return text[:limit] + ("…" if len(text) > limit else "")
 
 
@@ -429,36 +571,130 @@ def result_text(result: dict) -> str:
     return "\n".join(_describe(block) for block in content if isinstance(block, dict))
 
 
+# Characters that print as nothing and are not control or format characters (those go by
+# category): the rest of Unicode's Default_Ignorable_Code_Point (variation selectors, which
+# can spell out a hidden sentence one byte each, the combining grapheme joiner, the Hangul
+# fillers, the Mongolian and Khmer ones, the reserved U+E0000 block), and blanks that are
+# letters or symbols: U+2800 (braille blank), U+1D159 (a null notehead).
+INVISIBLE = re.compile("[\u034f\u115f\u1160\u17b4\u17b5\u180b-\u180f\u2800\u3164\ufe00-\ufe0f\uffa0"
+                       "\ufff0-\ufff8\U0001d159\U0001d173-\U0001d17a\U000e0000-\U000e0fff]")
+HIDDEN_CATEGORIES = ("Cc", "Cf", "Co", "Cs", "Cn")  # control, format, private use, surrogate, unassigned
+PROSE = ("description", "title")  # in a schema: text for the model to read, so cleaned
+VALUES = ("enum", "const", "default", "examples")  # in a schema: values the model may send back as they are
+NAMED = ("properties", "patternProperties", "$defs", "definitions", "dependentSchemas")  # name -> schema
+
+
+def _hidden(char: str) -> bool:
+    if char in "\n\t":
+        return False
+    return unicodedata.category(char) in HIDDEN_CATEGORIES or INVISIBLE.match(char) is not None
+
+
 def clean_description(text: Any) -> str:
     """A tool description as the model will read it, and as a person reviewing it sees it.
 
     Control and format characters go (zero-width spaces, bidirectional overrides, the
-    invisible Unicode "tag" characters that can spell out hidden instructions), and so
-    does anything past MAX_DESCRIPTION_CHARS. This does not make a description safe; it
-    makes it visible: what you review is exactly what the model gets.
+    invisible Unicode "tag" characters that can spell out hidden instructions), so do the
+    other characters that print as nothing (`INVISIBLE`: variation selectors, fillers,
+    blanks), and so does anything past MAX_DESCRIPTION_CHARS. This does not make a
+    description safe; it makes it visible: what you review is exactly what the model gets.
     """
     text = text if isinstance(text, str) else ""
-    kept = "".join(c for c in text if c in "\n\t" or unicodedata.category(c) not in ("Cc", "Cf", "Co", "Cs", "Cn"))
+    kept = "".join(c for c in text if not _hidden(c))
     return kept if len(kept) <= MAX_DESCRIPTION_CHARS else kept[:MAX_DESCRIPTION_CHARS] + " [description cut]"
 
 
+def clean_tool(spec: dict) -> dict:
+    """What the model is told about an MCP tool: its name, description and inputSchema, cleaned.
+
+    Prose is cleaned as descriptions are: the description and every `description` and
+    `title` in the schema, however deep. Every other string (the name, property names, enum
+    and const values, defaults, examples, patterns) is sent as it is, because the model may
+    send it back and the server must recognise it: one holding an invisible character makes
+    the tool refused (MCPError), rather than offered with a hidden message or changed behind
+    the server's back. So every string the model gets is one a person reviewing can see.
+    """
+    name = spec.get("name")
+    try:
+        if isinstance(name, str):
+            _refuse_hidden(name, "its name")
+        schema = spec.get("inputSchema")
+        told = {"name": name, "description": clean_description(spec.get("description")),
+                "inputSchema": _clean_schema(schema, "inputSchema", 0) if schema is not None else None}
+    except ValueError as err:
+        raise MCPError(f"the MCP server's tool {_clean(name, 80)!r} is refused: {err}; leave it out with allow=..., "
+                       "or ask its author to remove the character") from None
+    return told
+
+
+def _clean_schema(node: Any, where: str, depth: int) -> Any:
+    """A schema with its prose cleaned; ValueError where another string hides a character."""
+    if depth > MAX_SCHEMA_DEPTH:
+        raise ValueError(f"{where} is nested more than {MAX_SCHEMA_DEPTH} levels deep")
+    if isinstance(node, list):
+        return [_clean_schema(item, f"{where}[{i}]", depth + 1) for i, item in enumerate(node)]
+    if not isinstance(node, dict):
+        return _values(node, where, depth)  # a string, a number, true, false, null
+    cleaned = {}
+    for key, value in node.items():
+        at = f"{where}.{key}"
+        _refuse_hidden(key, f"a key of {where}")
+        if key in PROSE and isinstance(value, str):
+            cleaned[key] = clean_description(value)
+        elif key in VALUES:
+            cleaned[key] = _values(value, at, depth + 1)
+        elif key in NAMED and isinstance(value, dict):
+            for name in value:
+                _refuse_hidden(name, f"a name in {at}")
+            cleaned[key] = {name: _clean_schema(sub, f"{at}.{name}", depth + 2) for name, sub in value.items()}
+        else:
+            cleaned[key] = _clean_schema(value, at, depth + 1)
+    return cleaned
+
+
+def _values(value: Any, where: str, depth: int) -> Any:
+    """Data in a schema (an enum's values, a default): checked, never changed."""
+    if depth > MAX_SCHEMA_DEPTH:
+        raise ValueError(f"{where} is nested more than {MAX_SCHEMA_DEPTH} levels deep")
+    if isinstance(value, str):
+        _refuse_hidden(value, where)
+    elif isinstance(value, list):
+        for i, item in enumerate(value):
+            _values(item, f"{where}[{i}]", depth + 1)
+    elif isinstance(value, dict):
+        for key, item in value.items():
+            _refuse_hidden(key, f"a key of {where}")
+            _values(item, f"{where}.{key}", depth + 1)
+    return value
+
+
+def _refuse_hidden(text: str, where: str) -> None:
+    hidden = next((c for c in text if _hidden(c)), None)
+    if hidden is not None:
+        raise ValueError(f"{_clean(where, 200)} holds an invisible character (U+{ord(hidden):04X} "
+                         f"{unicodedata.name(hidden, 'unnamed')}), which cleaning would remove from what "
+                         "the model sends back to the server")
+
+
 def fingerprint(spec: dict) -> str:
-    """A short hash of what the model is told about a tool: its name, description and schema.
+    """A short hash of what the model is told about a tool: `clean_tool(spec)`.
 
     Pin it when you review a server's tools; a server that later changes a description
-    (a "rug pull") no longer matches, and `tools(..., pins=...)` refuses it.
+    or anything in the schema (a "rug pull") no longer matches, and `tools(..., pins=...)`
+    refuses it. Because it is the hash of the cleaned text, it changes exactly when what
+    the model reads changes: invisible characters, which the model never gets, do not
+    move it, and a tool that `clean_tool` refuses cannot be pinned (MCPError).
     """
-    told = {"name": spec.get("name"), "description": spec.get("description", ""),
-            "inputSchema": spec.get("inputSchema")}
-    canonical = json.dumps(told, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+    canonical = json.dumps(clean_tool(spec), sort_keys=True, ensure_ascii=False, separators=(",", ":"))
     return hashlib.sha256(canonical.encode()).hexdigest()[:16]
 
 
 def tools(client: MCPClient, *, allow: Iterable[str] | None = None, pins: dict[str, str] | None = None,
           approve: bool = False, prefix: str = "") -> list[Tool]:
-    """The server's tools as `Tool`s: their schemas passed through, each call a `tools/call`.
+    """The server's tools as `Tool`s, as `clean_tool` gives them, each call a `tools/call`.
 
-    The host's defences, all off by default except the cleaning of descriptions:
+    The host's defences, all off by default except the cleaning of what the model reads
+    (`clean_tool`: prose cleaned, a tool hiding characters elsewhere refused):
     - `allow`: only these tools (by the server's names); one the server does not offer is an error.
     - `pins`: {name: fingerprint(spec)} from when you reviewed the tools; a tool whose definition
       changed since, or one not pinned, is refused with an MCPError before the model sees it.
@@ -470,6 +706,9 @@ def tools(client: MCPClient, *, allow: Iterable[str] | None = None, pins: dict[s
     """
     listed = client.list_tools()
     names = [spec.get("name") for spec in listed if isinstance(spec, dict)]
+    if not all(isinstance(name, str) for name in names):
+        raise MCPError(f"the MCP server lists a tool whose name is not a string: "
+                       f"{_clean(next(n for n in names if not isinstance(n, str)), 80)}")
     offered = set(names)
     if len(offered) < len(names):
         raise MCPError(f"the MCP server lists a tool name twice: {sorted({str(n) for n in names if names.count(n) > 1})}")
@@ -478,6 +717,7 @@ def tools(client: MCPClient, *, allow: Iterable[str] | None = None, pins: dict[s
         raise MCPError(f"allowed tools the MCP server does not offer: {sorted(wanted - offered)}; "
                        f"it offers {sorted(map(str, offered))}")
     chosen = [spec for spec in listed if isinstance(spec, dict) and (wanted is None or spec.get("name") in wanted)]
+    told = [clean_tool(spec) for spec in chosen]
     if pins is not None:
         changed = [str(spec.get("name")) for spec in chosen if pins.get(spec.get("name")) != fingerprint(spec)]
         if changed:
@@ -485,7 +725,7 @@ def tools(client: MCPClient, *, allow: Iterable[str] | None = None, pins: dict[s
                            "review their definitions again before you pin them")
 
     def make(spec: dict) -> Tool:
-        name = spec.get("name")
+        name = spec["name"]
 
         def call(**arguments: Any) -> str:
             result = client.call_tool(name, arguments)
@@ -495,10 +735,9 @@ def tools(client: MCPClient, *, allow: Iterable[str] | None = None, pins: dict[s
             return text
 
         try:
-            return Tool(f"{prefix}{name}", clean_description(spec.get("description")),
-                        spec.get("inputSchema") or {"type": "object"}, call,
+            return Tool(f"{prefix}{name}", spec["description"], spec["inputSchema"] or {"type": "object"}, call,
                         timeout=client.timeout + 1.0, needs_approval=approve)
         except (TypeError, ValueError) as err:
             raise MCPError(f"the MCP server's tool {_clean(name, 80)} cannot be offered to the model: {err}") from None
 
-    return [make(spec) for spec in chosen]
+    return [make(spec) for spec in told]

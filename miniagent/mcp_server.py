@@ -15,6 +15,12 @@ arguments, a tool that raises and a tool that hangs give the same error texts he
 in an agent. Each call runs on a thread of its own, so a slow tool does not hold up the
 others, and a call the client cancels gets no answer (the spec says MUST NOT).
 
+Whatever a line holds, the server answers it or ignores it, and serves on: a line that
+is not JSON, or not a request, gets the JSON-RPC error, with `"id": null` where the id
+is not a string or a number (JSON-RPC 2.0); a notification gets nothing. What it keeps
+is bounded: at most MAX_PENDING_CALLS calls at once (more are answered "busy"), and a
+cancellation is kept only for a call still running.
+
     python -m miniagent.mcp_server [--tools get_weather,calculate] [--clock 2026-05-09T06:23:11Z]
 """
 
@@ -22,18 +28,21 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import sys
 import threading
 from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime, timezone
 from typing import IO, Any, Iterable
 
-from .mcp import LEGACY_VERSIONS, MAX_LINE_BYTES, MODERN_VERSIONS, UNSUPPORTED_PROTOCOL_VERSION
+from .mcp import LEGACY_VERSIONS, MAX_LINE_BYTES, MODERN_VERSIONS, UNSUPPORTED_PROTOCOL_VERSION, encode_line
 from .tools import Tool, ToolRegistry
 
 SERVER_INFO = {"name": "miniagent", "version": "0.1.0"}
 VERSION_KEY = "io.modelcontextprotocol/protocolVersion"
 PARSE_ERROR, INVALID_REQUEST, METHOD_NOT_FOUND, INVALID_PARAMS = -32700, -32600, -32601, -32602
+SERVER_BUSY = -32000  # JSON-RPC leaves -32000 to -32099 to the server: ours for "too many calls at once"
+MAX_PENDING_CALLS = 256  # tools/call running or waiting for a thread; more are refused until one ends
 
 
 class Server:
@@ -50,14 +59,14 @@ class Server:
 
     def handle(self, message: Any) -> dict | None:
         if not isinstance(message, dict) or message.get("jsonrpc") != "2.0" or not isinstance(message.get("method"), str):
-            return _error(message.get("id") if isinstance(message, dict) else None, INVALID_REQUEST,
+            return _error(_reply_id(message), INVALID_REQUEST,
                           "Invalid Request: expected a JSON-RPC 2.0 object with a method")
         method, request_id = message["method"], message.get("id")
         params = message.get("params", {})
         if "id" not in message:
             return None  # a notification (initialized, cancelled): no response, ever
-        if not isinstance(request_id, (str, int)) or isinstance(request_id, bool):
-            return _error(None, INVALID_REQUEST, "Invalid Request: the id must be a string or an integer")
+        if not _is_id(request_id):
+            return _error(_reply_id(message), INVALID_REQUEST, "Invalid Request: the id must be a string or an integer")
         if not isinstance(params, dict):
             return _error(request_id, INVALID_PARAMS, "Invalid params: params must be an object")
         try:
@@ -119,7 +128,20 @@ class _Refusal(Exception):
 
 def _error(request_id: Any, code: int, message: str, data: Any = None) -> dict:
     error = {"code": code, "message": message, **({"data": data} if data is not None else {})}
-    return {"jsonrpc": "2.0", **({"id": request_id} if request_id is not None else {}), "error": error}
+    return {"jsonrpc": "2.0", "id": request_id, "error": error}
+
+
+def _is_id(value: Any) -> bool:
+    """An id a request may have in MCP: a string or an integer (never a bool, a float or null)."""
+    return isinstance(value, (str, int)) and not isinstance(value, bool)
+
+
+def _reply_id(message: Any) -> Any:
+    """The id an error answer carries: the request's, if a string or a number; else null (JSON-RPC 2.0)."""
+    value = message.get("id") if isinstance(message, dict) else None
+    if isinstance(value, float) and math.isfinite(value):
+        return value  # a number, though MCP wants integers: echoed, so the client can tell which request
+    return value if _is_id(value) else None
 
 
 def run(tools: Iterable[Tool] | Server, *, info: dict | None = None) -> None:
@@ -135,20 +157,51 @@ def run(tools: Iterable[Tool] | Server, *, info: dict | None = None) -> None:
     serve(server, sys.stdin.buffer, protocol)
 
 
-def serve(server: Server, stdin: IO[bytes], stdout: IO[bytes], max_workers: int = 8) -> None:
-    """Read requests until stdin ends; answer each. tools/call runs on a pool thread."""
-    write_lock, cancelled = threading.Lock(), set()
+def serve(server: Server, stdin: IO[bytes], stdout: IO[bytes], max_workers: int = 8,
+          max_pending: int = MAX_PENDING_CALLS) -> None:
+    """Read requests until stdin ends; answer each. tools/call runs on a pool thread.
 
-    def send(response: dict | None) -> None:
-        if response is None:
-            return
-        data = json.dumps(response, ensure_ascii=False).encode() + b"\n"
-        with write_lock:
-            if response.get("id") in cancelled:  # cancelled: no answer (spec: MUST NOT send)
-                cancelled.discard(response["id"])
-                return
-            stdout.write(data)
-            stdout.flush()
+    `running` maps the id of each call not yet answered to whether the client cancelled it:
+    a cancellation for any other id (finished, never sent, not an id at all) is dropped, so
+    what we keep is bounded by `max_pending`, and a late one cannot silence a later call.
+    """
+    lock = threading.Lock()  # one line at a time on stdout, and guards `running`
+    running: dict[str | int, bool] = {}
+
+    def send(response: dict | None, call_id: str | int | None = None) -> None:
+        data = encode_line(response) if response is not None else b""
+        with lock:
+            cancelled = running.pop(call_id, False) if call_id is not None else False  # its place is free
+            if data and not cancelled:  # cancelled: no answer (spec: MUST NOT send)
+                stdout.write(data)
+                stdout.flush()
+
+    def answer(message: dict, call_id: str | int) -> None:
+        response = None
+        try:
+            response = server.handle(message)
+        finally:  # even if handle failed, the call is over: it must not keep its place in `running`
+            send(response, call_id)
+
+    def cancel(params: Any) -> None:
+        call_id = params.get("requestId") if isinstance(params, dict) else None
+        with lock:
+            if _is_id(call_id) and call_id in running:
+                running[call_id] = True
+
+    def start_call(message: dict) -> None:
+        call_id = message["id"]
+        with lock:
+            busy, duplicate = len(running) >= max_pending, call_id in running
+            if not (busy or duplicate):
+                running[call_id] = False
+        if busy:
+            send(_error(call_id, SERVER_BUSY, f"Server busy: {max_pending} tool calls are already running; "
+                                              "try again when one has finished"))
+        elif duplicate:
+            send(_error(call_id, INVALID_REQUEST, "Invalid Request: a call with this id is still running"))
+        else:
+            pool.submit(answer, message, call_id)
 
     with ThreadPoolExecutor(max_workers=max_workers, thread_name_prefix="mcp-tool") as pool:
         while line := stdin.readline(MAX_LINE_BYTES + 1):
@@ -164,14 +217,12 @@ def serve(server: Server, stdin: IO[bytes], stdout: IO[bytes], max_workers: int 
             except (ValueError, RecursionError):  # RecursionError: nested deeper than Python's parser goes
                 send(_error(None, PARSE_ERROR, "Parse error: not JSON (or nested too deeply)"))
                 continue
-            if isinstance(message, dict) and message.get("method") == "notifications/cancelled":
-                params = message.get("params") if isinstance(message.get("params"), dict) else {}
-                with write_lock:
-                    cancelled.add(params.get("requestId"))
-                continue
-            if isinstance(message, dict) and message.get("method") == "tools/call":
-                pool.submit(lambda m=message: send(server.handle(m)))
-            else:
+            method = message.get("method") if isinstance(message, dict) else None
+            if method == "notifications/cancelled":
+                cancel(message.get("params"))
+            elif method == "tools/call" and _is_id(message.get("id")):
+                start_call(message)
+            else:  # anything else, a tools/call without a usable id too, is answered (or ignored) at once
                 send(server.handle(message))
 
 

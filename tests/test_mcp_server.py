@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 
 from miniagent import builtin_tools
 from miniagent.mcp_server import Server, serve
+from miniagent.tools import tool
 
 META = {"_meta": {"io.modelcontextprotocol/protocolVersion": "2026-07-28",
                   "io.modelcontextprotocol/clientCapabilities": {}}}
@@ -146,3 +147,88 @@ def test_json_nested_too_deeply_is_a_parse_error_not_a_dead_server():
     first, second = (json.loads(line) for line in out.getvalue().splitlines())
     assert first["error"]["code"] == -32700 and "nested too deeply" in first["error"]["message"]
     assert second["id"] == 2 and second["result"]["tools"][0]["name"] == "calculate"
+
+
+def served(*lines: bytes, **options) -> list[dict]:
+    """The answers `serve` writes for these lines (one message a line), in order."""
+    out = io.BytesIO()
+    serve(Server([builtin_tools.calculate]), io.BytesIO(b"".join(line + b"\n" for line in lines)), out, **options)
+    return [json.loads(line) for line in out.getvalue().splitlines()]
+
+
+LISTING = b'{"jsonrpc": "2.0", "id": "last", "method": "tools/list", "params": ' + json.dumps(META).encode() + b"}"
+
+
+def test_garbage_ids_get_the_json_rpc_error_with_id_null_and_the_server_serves_on():
+    answers = served(
+        b'{"jsonrpc": "2.0", "id": {"a": 1}}',  # no method, and an id that is an object
+        b'{"jsonrpc": "2.0", "id": [1, 2], "method": 5}',
+        b'{"jsonrpc": "2.0", "id": [1], "method": "tools/list"}',
+        b'{"jsonrpc": "2.0", "id": {"a": 1}, "method": "tools/call", "params": {"name": "calculate"}}',
+        b'{"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": [1, 2]}}',
+        b'{"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": {"a": 1}}}',
+        b'{"jsonrpc": "2.0", "method": "notifications/cancelled", "params": [1]}',
+        b'{"jsonrpc": "2.0", "id": NaN, "method": "tools/list"}',
+        b'{"jsonrpc": "2.0", "id": true, "method": "tools/list"}',
+        b'{"jsonrpc": "2.0", "id": 1.5, "method": "tools/list"}',  # a number: JSON-RPC echoes it
+        b'{"jsonrpc": "2.0", "id": "\\ud800", "method": "nope\\udfff", "params": {}}',  # lone surrogates
+        LISTING)
+    assert [a["id"] for a in answers] == [None, None, None, None, None, None, 1.5, "\ud800", "last"]
+    assert [a["error"]["code"] for a in answers[:-1]] == [-32600] * 7 + [-32602]
+    assert answers[-1]["result"]["tools"][0]["name"] == "calculate"
+
+
+def test_a_cancel_for_a_call_not_running_is_forgotten_not_kept_for_a_later_call():
+    call = {"jsonrpc": "2.0", "id": 7, "method": "tools/call",
+            "params": {**META, "name": "calculate", "arguments": {"expression": "6*7"}}}
+    cancel = {"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 7}}
+    stale = [json.dumps({**cancel, "params": {"requestId": n}}).encode() for n in range(10_000)]
+    answers = served(*stale, json.dumps(call).encode())
+    assert [(a["id"], a["result"]["content"][0]["text"]) for a in answers] == [(7, "42")]
+
+
+def test_calls_beyond_the_bound_are_refused_as_busy(tmp_path):
+    import threading
+    release = threading.Event()
+
+    @tool
+    def wait() -> str:
+        """Waits until the test lets it go."""
+        release.wait(5)
+        return "done"
+
+    class Out(io.BytesIO):  # the busy answer lets the waiting calls go, so serve can end
+        def write(self, data: bytes) -> int:
+            if b"busy" in data:
+                release.set()
+            return super().write(data)
+
+    calls = [json.dumps({"jsonrpc": "2.0", "id": n, "method": "tools/call",
+                         "params": {**META, "name": "wait", "arguments": {}}}).encode() + b"\n" for n in range(3)]
+    out = Out()
+    serve(Server([wait]), io.BytesIO(b"".join(calls)), out, max_workers=1, max_pending=2)
+    answers = {a["id"]: a for a in map(json.loads, out.getvalue().splitlines())}
+    busy = answers[2]["error"]
+    assert busy["code"] == -32000 and "2 tool calls are already running" in busy["message"]
+    assert [answers[n]["result"]["content"][0]["text"] for n in (0, 1)] == ["done", "done"]
+
+
+LINES = st.one_of(
+    st.binary(max_size=40),
+    JSON.map(lambda value: json.dumps(value).encode()),
+    st.fixed_dictionaries({"jsonrpc": st.just("2.0"), "id": JSON, "method": st.sampled_from(
+        ["tools/call", "tools/list", "notifications/cancelled", "initialize", "x"]), "params": JSON}).map(
+        lambda value: json.dumps(value).encode()),
+    st.fixed_dictionaries({"jsonrpc": st.just("2.0"), "method": st.just("notifications/cancelled"),
+                           "params": st.fixed_dictionaries({"requestId": JSON})}).map(
+        lambda value: json.dumps(value).encode()),
+)
+
+
+@given(lines=st.lists(LINES.filter(lambda line: b"\n" not in line), max_size=8))
+def test_any_lines_get_json_rpc_answers_and_the_server_serves_on(lines):
+    answers = served(*lines, LISTING)
+    for answer in answers:
+        assert answer["jsonrpc"] == "2.0" and ("result" in answer) != ("error" in answer)
+        assert answer["id"] is None or type(answer["id"]) in (str, int, float)  # never a list, an object, a bool
+    assert answers[-1]["id"] == "last" and "result" in answers[-1]
