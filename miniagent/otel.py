@@ -319,7 +319,7 @@ class OTelSink:
         self._in_flight = 0  # spans the exporter is sending now
         self._since = 0.0    # when that export began (time.monotonic())
         self._flushing = 0   # callers waiting for the queue to drain: a batch does not wait for more spans
-        self._closed = False
+        self._closed = self._stopping = False
         self._thread = threading.Thread(target=self._work, name="miniagent-otel-export", daemon=True)
         self._thread.start()
         _OPEN.add(self)
@@ -343,7 +343,8 @@ class OTelSink:
             self._report(f"the collector has not answered an export for more than {SLOW_EXPORT_SECONDS:g} s")
 
     def stats(self) -> dict[str, int]:
-        """Spans sent, failed (the exporter could not deliver them), dropped (never handed to it), queued."""
+        """Spans sent; failed (the exporter could not deliver them); dropped (the queue was full, the sink
+        shut down, or its shutdown gave up waiting for them); queued (waiting, or being sent)."""
         with self._changed:
             return {"sent": self.sent, "failed": self.failed, "dropped": self.dropped,
                     "queued": len(self._queue) + self._in_flight}
@@ -364,8 +365,9 @@ class OTelSink:
         """Send what is queued (waiting at most `timeout_millis`, default the sink's timeout) and close the
         exporter; spans that could not be sent in time, and later ones, are counted as dropped."""
         with self._changed:
-            if self._closed:
+            if self._stopping:  # shut down already, or being shut down in another thread
                 return
+            self._stopping = True
         drained = self.force_flush(timeout_millis)
         with self._changed:
             self._closed = True

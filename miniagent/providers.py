@@ -529,7 +529,8 @@ def _choice_problem(choice: Any, where: str) -> str | None:
     if not isinstance(choice, dict):
         return f"{where} should be an object, got {_json_kind(choice)}"
     delta = choice.get("delta")
-    problem = (_fields_problem(choice, where, ("index",), int) or _fields_problem(choice, where, ("finish_reason",), str)
+    problem = (_fields_problem(choice, where, ("index",), int)
+               or _fields_problem(choice, where, ("finish_reason",), str)
                or _usage_problem(choice.get("usage"), f"{where}.usage"))
     if problem or delta is None:
         return problem

@@ -24,8 +24,9 @@ generative AI (`gen_ai.operation.name`, `gen_ai.usage.input_tokens`, ...), so th
 contents (prompts, answers, tool arguments and results) are recorded only with
 `Tracer(capture_content=True)`: by default a span holds sizes and counts, never what a
 user said, and an error span only the error's type and a fixed description (`NOT_CAPTURED`):
-an exception's text, a tool's error or an API's message, often quotes the user. API keys are never recorded: no span holds a header, and text a span does
-hold passes through `scrub`, which removes any key the process knows about.
+an exception's text, a tool's error or an API's message, often quotes the user. API keys
+are never recorded: no span holds a header, and text a span does hold passes through
+`scrub`, which removes any key the process knows about.
 """
 
 from __future__ import annotations

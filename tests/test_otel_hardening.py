@@ -110,6 +110,7 @@ def test_a_full_queue_drops_and_counts_each_span_and_warns_once(caplog):
     assert sink.force_flush(int(WAIT * 1000))
     assert sink.stats() == {"sent": 4, "failed": 0, "dropped": 6, "queued": 0} and exporter.calls == 4
     sink.shutdown()
+    sink.shutdown()  # twice is once
     sink(spans[0])  # after shutdown: dropped and counted, not sent, and no second warning
     assert sink.stats()["dropped"] == 7 and len(warnings_of(caplog)) == 1
 
