@@ -42,8 +42,8 @@ pipe itself. One writer thread does, from a queue; a request waits for its messa
 written only until its own timeout (the same deadline as for its answer), and one still
 queued then is taken back unsent. The reader thread never waits for the writer: it
 queues its answers to the server's requests (`ping`), a bounded number of them, and
-drops the rest. And `close()` kills, at once, a server whose stdin cannot take the
-end-of-file.
+drops the rest. And `close()` kills a server whose stdin cannot take the end-of-file
+(a write stuck for CLOSE_WRITE_GRACE) instead of waiting on it.
 
 `tools(client)` turns the server's tools into ordinary `Tool`s, so the registry and
 the loop do not change: an MCP result with `isError: true` raises `MCPToolError`, which
@@ -464,8 +464,9 @@ class MCPClient:
         """Stop the server (spec, lifecycle/shutdown): close its stdin, wait, then SIGTERM, then SIGKILL.
 
         A server that has stopped reading cannot be told: the writer is stuck in a write to its
-        full stdin, which therefore cannot be closed. Such a server is killed at once (its pipe
-        then breaks, and the writer thread ends). Bounded: a second or so beyond the grace.
+        full stdin, which therefore cannot be closed. Once that write has been stuck for
+        CLOSE_WRITE_GRACE, the server is killed, without the polite steps (its pipe then
+        breaks, and the writer thread ends). So close returns within about a second.
         """
         with self._lock:
             stuck_for = time.monotonic() - self._writing_since if self._writing else 0.0

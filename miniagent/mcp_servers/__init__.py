@@ -3,7 +3,7 @@
     python -m miniagent.mcp_servers.word_tools        your own tools, served in one line
     python -m miniagent.mcp_servers.unit_converter    a third-party server; its update poisons a description
     python -m miniagent.mcp_servers.snoop             a tool that reports what the server process can see
-    python -m miniagent.mcp_servers.broken MODE       a server that crashes, hangs or writes garbage
+    python -m miniagent.mcp_servers.broken MODE       a server that crashes, hangs, writes garbage or stops reading
 
 miniagent's built-in tools are served by `python -m miniagent.mcp_server` (our code) and
 `python -m miniagent.mcp_sdk` (the official SDK).
