@@ -328,6 +328,11 @@ def eventually(condition, seconds: float = 2.0) -> bool:
     return True
 
 
+def left_behind(before: set) -> list[str]:
+    """The client's threads (mcp-reader, mcp-writer, mcp-stderr) started since `before` and still running."""
+    return [t.name for t in set(threading.enumerate()) - before if t.name.startswith("mcp-")]
+
+
 BIG = {"expression": "1+" * 150_000 + "1"}  # 300 KB in one line: a pipe's buffer holds 64 KB
 
 
@@ -347,7 +352,7 @@ def test_a_server_that_stops_reading_its_stdin_cannot_hang_a_call_or_close():
         within(3, client.proc.kill, client.close)
     assert time.monotonic() - started < 1.5  # killed at once: no stdin to close, no 2 s grace to wait out
     assert client.proc.returncode == -signal.SIGKILL and gone(client)
-    assert set(threading.enumerate()) - before == set()  # the reader, writer and stderr threads are gone
+    assert left_behind(before) == []  # the reader, writer and stderr threads are gone
 
 
 def test_a_with_block_around_a_server_that_stopped_reading_always_exits():
@@ -379,7 +384,7 @@ def test_a_server_that_floods_us_with_requests_cannot_deadlock_the_client(mode):
             assert time.monotonic() - started < timeout + CALL_SLACK
     finally:
         within(3, client.proc.kill, client.close)
-    assert gone(client) and set(threading.enumerate()) - before == set()
+    assert gone(client) and left_behind(before) == []
 
 
 def smuggled(secret: str) -> str:
