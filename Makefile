@@ -17,7 +17,7 @@ export MINIAGENT_LANG := en
 unexport PYTHONDONTWRITEBYTECODE
 
 .DEFAULT_GOAL := help
-.PHONY: help setup lab lab-zh test test-binder test-unit test-props test-bench test-memory test-clients test-notebooks test-ui test-postgres test-live notebooks serve demo eval soak classroom bench lint clean
+.PHONY: help setup lab lab-zh test test-binder test-unit test-props test-bench test-memory test-workers test-clients test-notebooks test-ui test-postgres test-live notebooks serve demo eval soak classroom bench lint clean
 
 help:  ## list the targets
 	@echo "miniagent: build an LLM agent from scratch (offline by default)"
@@ -61,10 +61,10 @@ NBVAL := --nbval --nbval-current-env --nbval-sanitize-with tests/nbval-sanitize.
 # Three workers on two cores: much of the run waits (paced mocks, timeouts, child processes),
 # so a third worker fills those waits (measured: 49 s against 58 s with two).
 test: $(STAMP)  ## unit tests + every notebook compared against its saved outputs (offline)
-	MINIAGENT_OFFLINE=1 $(PY) -m pytest -n 3 --dist loadscope tests notebooks $(NBVAL) -p no:cacheprovider -m "not sdk and not fuzz and not harness and not memory and not postgres and not bench"
+	MINIAGENT_OFFLINE=1 $(PY) -m pytest -n 3 --dist loadscope tests notebooks $(NBVAL) -p no:cacheprovider -m "not sdk and not fuzz and not harness and not memory and not postgres and not bench and not workers"
 
 test-unit: $(STAMP)  ## unit tests only (as make test runs them, without the notebooks)
-	MINIAGENT_OFFLINE=1 $(PY) -m pytest -n 2 tests -p no:cacheprovider -m "not sdk and not fuzz and not harness and not memory and not postgres and not bench"
+	MINIAGENT_OFFLINE=1 $(PY) -m pytest -n 2 tests -p no:cacheprovider -m "not sdk and not fuzz and not harness and not memory and not postgres and not bench and not workers"
 
 test-props: $(STAMP)  ## every property test at 1,000 examples (make test runs 100 each), and the mock's fuzz test
 	MINIAGENT_OFFLINE=1 $(PY) -m pytest -n 2 tests -m "(hypothesis or fuzz) and not postgres" --hypothesis-profile=thorough -p no:cacheprovider
@@ -88,6 +88,9 @@ test-bench: $(STAMP)  ## the benchmarks' own tests: every claim `make bench` pri
 
 test-memory: $(STAMP)  ## the long memory and retrieval suites: concurrent writers, the full retrieval evaluation
 	MINIAGENT_OFFLINE=1 $(PY) -m pytest -n 2 tests -m "memory and not postgres" -p no:cacheprovider
+
+test-workers: $(STAMP)  ## the web service as notebook 07 prints it: four worker processes on one SQLite store (follow-ups, approvals, a worker killed)
+	MINIAGENT_OFFLINE=1 $(PY) -m pytest tests -m workers -p no:cacheprovider
 
 test-clients: $(CLIENTS_STAMP)  ## the official anthropic and openai SDKs, LangChain and pydantic-ai against the mock server; the MCP SDK against our MCP client and server (CI runs it)
 	MINIAGENT_OFFLINE=1 $(PY) -m pytest -n 2 tests -m sdk -p no:cacheprovider

@@ -48,6 +48,22 @@ The rest is what makes it safe to leave running:
   a web page elsewhere cannot reach it by DNS rebinding), and takes only JSON posts (which
   a page elsewhere cannot send without a CORS permission this service never gives).
 
+Several processes serve one address when one is not enough:
+
+    python -m miniagent serve --workers 4 --store sqlite:///conversations.db
+    MINIAGENT_SERVE_STORE=sqlite:///conversations.db uvicorn miniagent.serve:app --workers 4 \
+        --http miniagent.serve:GuardedH11Protocol --limit-concurrency 100
+
+Whichever worker is free takes the next connection, so the conversations live in a store
+every worker shares (`miniagent.serve_store`): a SQLite file on one machine, PostgreSQL
+("postgresql://...") across several; the default, memory, is for one process. A run holds
+its conversation's lease (an owner and an expiry, compare-and-set in the store, renewed
+while it runs), so a conversation is never run by two workers at once and a worker that
+dies mid-run frees it within `lease_seconds` (30); an approval waits in the store, so its
+answer may reach any worker. Every answer names its worker (`x-miniagent-worker`).
+`miniagent.serve:app` is made on first use (importing this module builds nothing and
+needs no key), from $MINIAGENT_SERVE_STORE.
+
 FastAPI and uvicorn are optional dependencies (`pip install 'miniagent[serve]'`); the
 notebooks' environment has them.
 """
@@ -59,15 +75,17 @@ import asyncio
 import copy
 import json
 import logging
+import os
 import re
 import secrets
 import socket
+import sqlite3
 import sys
 import time
-from collections import OrderedDict
-from dataclasses import asdict, dataclass, field
+from contextlib import asynccontextmanager
+from dataclasses import asdict, dataclass
 from importlib import resources
-from typing import Any, AsyncIterator, Callable, Iterable, Iterator
+from typing import Any, AsyncIterator, Callable, Iterable
 
 from fastapi import Depends, FastAPI, Request
 from fastapi.responses import JSONResponse, Response, StreamingResponse
@@ -76,6 +94,7 @@ from uvicorn.protocols.http.h11_impl import H11Protocol
 
 from miniagent.context import SlidingWindow
 from miniagent.messages import assistant, clean_text, conversation_error, tool_result, user
+from miniagent.serve_store import ApprovalClosed, ApprovalNotFound, ConversationBusy, ConversationNotFound, open_store
 from miniagent.tools import NotAsked, StillRunning, still_running
 
 log = logging.getLogger("miniagent.serve")
@@ -267,50 +286,15 @@ async def read_answer(request: Request, max_body_bytes: int,
 
 # --- conversations and runs ------------------------------------------------------------
 
+LEASE_SECONDS = 30.0  # a run's hold on its conversation, renewed every third of it: what a dead worker blocks
+
 
 @dataclass(eq=False)
-class Conversation:
+class Reservation:
+    """A run's hold on its conversation: the id, the history the run starts from, and whether it was given back."""
     id: str
-    agent: Any       # an AsyncAgent: it holds the history
-    busy: bool = False
-    # The approvals asked in its latest run, by id: a Future per question, resolved with the
-    # answer (or cancelled: timed out, client gone). Kept after the answer, to tell a second one.
-    approvals: dict[str, asyncio.Future] = field(default_factory=dict)
-
-
-class Conversations:
-    """The conversations the service remembers, by unguessable id: at most `limit` of them.
-
-    When full, a new conversation takes the place of the least recently used idle one;
-    one with a run in progress is never forgotten under it.
-    """
-
-    def __init__(self, agent_factory: Callable[[], Any], limit: int) -> None:
-        self.agent_factory, self.limit = agent_factory, limit
-        self._by_id: OrderedDict[str, Conversation] = OrderedDict()
-
-    def __len__(self) -> int:
-        return len(self._by_id)
-
-    def __iter__(self) -> Iterator[Conversation]:
-        return iter(list(self._by_id.values()))
-
-    def get(self, conversation_id: str) -> Conversation | None:
-        conversation = self._by_id.get(conversation_id)
-        if conversation is not None:
-            self._by_id.move_to_end(conversation_id)  # the most recently used is last
-        return conversation
-
-    def new(self) -> Conversation | None:
-        """A fresh conversation, or None when every one kept has a run in progress."""
-        if len(self._by_id) >= self.limit:
-            idle = next((c for c in self._by_id.values() if not c.busy), None)
-            if idle is None:
-                return None
-            del self._by_id[idle.id]
-        conversation = Conversation(secrets.token_urlsafe(18), self.agent_factory())
-        self._by_id[conversation.id] = conversation
-        return conversation
+    history: list[dict]
+    released: bool = False
 
 
 def overloaded(why: str) -> ServiceError:
@@ -320,125 +304,158 @@ def overloaded(why: str) -> ServiceError:
 class ChatService:
     """Runs questions in conversations, within the limits: what both chat routes share.
 
-    `reserve` and `release` bracket every run; between them the conversation is busy and
-    counts against `max_concurrent_runs`. Nothing here awaits between a check and the
-    change it guards, so on one event loop no lock is needed.
+    The conversations live in `conversations`, a store (`miniagent.serve_store`): this
+    process's memory, or a database every worker shares. `reserve` takes a conversation's
+    lease in the store (compare-and-set: a conversation is never run by two workers at once)
+    and counts the run against `max_concurrent_runs` (runs at once in this process); `run`
+    gives it back when the run is over, with the history to keep. While a run goes on, its
+    lease is renewed; the agent is made for the run (`agent_factory()`) and given the stored
+    history, so any worker can run any conversation's next question.
     """
 
-    def __init__(self, agent_factory: Callable[[], Any], *, max_conversations: int, max_history_messages: int,
-                 max_concurrent_runs: int, approval_timeout: float = 300.0) -> None:
-        self.conversations = Conversations(agent_factory, max_conversations)
+    def __init__(self, agent_factory: Callable[[], Any], store: Any, *, max_history_messages: int,
+                 max_concurrent_runs: int, approval_timeout: float = 300.0, lease_seconds: float = LEASE_SECONDS) -> None:
+        self.agent_factory, self.conversations = agent_factory, store
         self.window = SlidingWindow(max_history_messages)
         self.max_concurrent_runs = max_concurrent_runs
-        self.approval_timeout = approval_timeout
+        self.approval_timeout, self.lease_seconds = approval_timeout, lease_seconds
+        self.owner = f"{os.getpid()}.{secrets.token_hex(4)}"  # this worker, as the store's leases name it
         self.running = 0
 
-    def reserve(self, conversation_id: str | None) -> Conversation:
-        """The conversation this run goes into, marked busy; or the ServiceError refusing it."""
-        conversation = None
-        if conversation_id is not None:
-            conversation = self.conversations.get(conversation_id)
-            if conversation is None:
-                raise ServiceError(404, "conversation_not_found", "no conversation has this id (it may have been "
-                                   "forgotten to make room); leave conversation_id out to start a new one")
-            if conversation.busy:
-                raise ServiceError(409, "conversation_busy", "this conversation is answering a question; "
-                                   "wait for that answer before asking the next")
+    async def reserve(self, conversation_id: str | None) -> Reservation:
+        """The conversation this run goes into, leased to it; or the ServiceError refusing it."""
+        if conversation_id is None:
+            self._count_run()
+            try:
+                conversation_id = await self.conversations.create(self.owner, self.lease_seconds)
+            finally:
+                if conversation_id is None:  # full, or failed: the run never begins
+                    self.running -= 1
+            if conversation_id is None:
+                raise overloaded(f"all {self.conversations.limit} conversations kept are answering questions")
+            return Reservation(conversation_id, [])
+        try:
+            history = await self.conversations.acquire(conversation_id, self.owner, self.lease_seconds)
+        except ConversationNotFound:
+            raise ServiceError(404, "conversation_not_found", "no conversation has this id (it may have been "
+                               "forgotten to make room); leave conversation_id out to start a new one") from None
+        except ConversationBusy:
+            raise ServiceError(409, "conversation_busy", "this conversation is answering a question; "
+                               "wait for that answer before asking the next") from None
+        try:
+            self._count_run()
+        except ServiceError:
+            await self.conversations.release(conversation_id, self.owner, None)
+            raise
+        return Reservation(conversation_id, history)
+
+    def _count_run(self) -> None:
+        """One more run in this process, or the 503 when it already runs its most (no await: atomic on the loop)."""
         if self.running >= self.max_concurrent_runs:
             raise overloaded(f"{self.running} questions are being answered, the most this service runs at once")
-        if conversation is None:
-            conversation = self.conversations.new()
-            if conversation is None:
-                raise overloaded(f"all {self.conversations.limit} conversations kept are answering questions")
-        conversation.busy = True
         self.running += 1
-        return conversation
 
-    def release(self, conversation: Conversation) -> None:
-        conversation.busy = False
+    async def release(self, reservation: Reservation, history: list[dict] | None = None) -> None:
+        """Give the conversation back, keeping `history` (None: the stored one); once, however often called."""
+        if reservation.released:
+            return
+        reservation.released = True
         self.running -= 1
+        if not await self.conversations.release(reservation.id, self.owner, history):
+            log.warning("conversation %s: its lease ran out during the run and another run took it; this "
+                        "run's history was not kept", reservation.id)
 
-    async def run(self, conversation: Conversation, message: str, emit: Emit, ask: bool = True) -> Any:
-        """Ask `message` in `conversation`; `emit(name, data)` hears each step as it happens.
+    def release_soon(self, reservation: Reservation) -> None:
+        """`release`, from a callback (a run cancelled before it began, so its own `finally` never ran)."""
+        if not reservation.released:
+            asyncio.get_running_loop().create_task(self.release(reservation))
+
+    async def run(self, reservation: Reservation, message: str, emit: Emit, ask: bool = True) -> Any:
+        """Ask `message` in the reserved conversation; `emit(name, data)` hears each step as it happens.
 
         With `ask`, a tool call that needs approval is put to the client (an `approval`
-        event, answered by `answer`); without, no one can be asked and it is denied.
+        event, answered by `answer`, at this worker or another); without, no one can be asked
+        and it is denied. However the run ends, the conversation is released, with the
+        history to keep: the run's on success, what is known when stopped (see `_stopped`).
         """
-        agent = conversation.agent
-        agent.trace.clear()  # the trace keeps one run, not a conversation's worth
-        conversation.approvals.clear()  # (all answered or cancelled: see the finally below)
-        asked: dict[str, str] = {}  # tool_use id -> approval id, for the approval_result event
+        keeping = asyncio.create_task(self._keep_lease(reservation))
+        history = None
         try:
-            with still_running() as left_running:
-                result = await agent.run(message, stream=True, on_text=lambda delta: emit("text", {"text": delta}),
-                                         on_tool_use=tool_uses_to(emit), on_step=steps_to(emit, asked),
-                                         approve=self._approver(conversation, emit, asked) if ask else not_asked)
-        except asyncio.CancelledError:  # stopped: the conversation stays busy while its threads run on
-            self._cancel_approvals(conversation)
-            await self._stopped(conversation, message, left_running)
-            raise
-        finally:  # however the run ended, no question is left waiting for an answer
-            self._cancel_approvals(conversation)
-        agent.history = self.window.view(agent.history)
-        return result
+            agent = self.agent_factory()
+            agent.history = list(reservation.history)
+            asked: dict[str, str] = {}  # tool_use id -> approval id, for the approval_result event
+            try:
+                with still_running() as left_running:
+                    result = await agent.run(message, stream=True, on_text=lambda delta: emit("text", {"text": delta}),
+                                             on_tool_use=tool_uses_to(emit), on_step=steps_to(emit, asked),
+                                             approve=self._approver(reservation, emit, asked) if ask else not_asked)
+            except asyncio.CancelledError:  # stopped: the conversation stays busy while its threads run on
+                await self.conversations.close_approvals(reservation.id)
+                history = await self._stopped(agent, reservation.history, message, left_running)
+                raise
+            history = self.window.view(agent.history)
+            return result
+        finally:  # however the run ended, no question is left waiting for an answer, and the lease goes back
+            keeping.cancel()
+            await self.release(reservation, history)
 
-    @staticmethod
-    def _cancel_approvals(conversation: Conversation) -> None:
-        for future in conversation.approvals.values():
-            future.cancel()
+    async def _keep_lease(self, reservation: Reservation) -> None:
+        """Renew the run's lease every third of its length, so it never runs out while the run goes on."""
+        while True:
+            await asyncio.sleep(self.lease_seconds / 3)
+            if not await self.conversations.renew(reservation.id, self.owner, self.lease_seconds):
+                log.warning("conversation %s: its lease could not be renewed", reservation.id)
+                return
 
-    async def _stopped(self, conversation: Conversation, question: str, left_running: dict[str, StillRunning]) -> None:
-        """After a run was stopped: wait for the plain tools it left running, then keep what happened.
+    async def _stopped(self, agent: Any, before: list[dict], question: str,
+                       left_running: dict[str, StillRunning]) -> list[dict] | None:
+        """After a run was stopped: wait for the plain tools it left running; the history to keep (None: as before).
 
         Only coroutine tools are cancelled with the run; a plain tool's thread runs on, and
         its effect (a payment, a deleted file) happens whether or not anyone hears of it.
-        So the run's caller waits here, with the conversation still busy, for each such call
-        until it ends or its own timeout passes (when the registry would have given up on
-        it anyway). Then, if any tool of the run finished or may still be running, the
-        history keeps the run as far as it went, every call answered with what is known
+        So the run waits here, with the conversation still busy, for each such call until
+        it ends or its own timeout passes (when the registry would have given up on it
+        anyway). Then, if any tool of the run finished or may still be running, the history
+        keeps the run as far as it went, every call answered with what is known
         (`stopped_history`), so the model will not unknowingly run it again. A second
         cancellation (the server stopping) cuts the wait short; what is known is kept.
         """
-        agent = conversation.agent
         try:
             await until_ended(left_running.values())
         finally:
-            history = stopped_history(agent.history, question, agent.trace.events, left_running)
-            if history is not None:
-                agent.history = self.window.view(history)
+            history = stopped_history(before, question, agent.trace.events, left_running)
+        return None if history is None else self.window.view(history)
 
-    def _approver(self, conversation: Conversation, emit: Emit, asked: dict[str, str]) -> Callable[[dict], Any]:
+    def _approver(self, reservation: Reservation, emit: Emit, asked: dict[str, str]) -> Callable[[dict], Any]:
         """The run's approver: an `approval` event, then the answer `answer` gives (or a denial on timeout)."""
         async def approve(call: dict) -> Any:
             approval_id = secrets.token_urlsafe(12)
-            future = asyncio.get_running_loop().create_future()
-            conversation.approvals[approval_id] = future
+            await self.conversations.ask(reservation.id, approval_id)
             asked[call["id"]] = approval_id
-            emit("approval", {"conversation_id": conversation.id, "approval_id": approval_id,
+            emit("approval", {"conversation_id": reservation.id, "approval_id": approval_id,
                               "tool_use_id": call["id"], "name": call["name"], "input": call["input"]})
-            try:  # wait_for cancels the future when time is up, or when the run is cancelled
-                approved, reason = await asyncio.wait_for(future, self.approval_timeout)
-            except TimeoutError:
+            answer = await self.conversations.wait_answer(reservation.id, approval_id, self.approval_timeout)
+            if answer is None:
                 return f"no answer within {self.approval_timeout:g} s"
+            approved, reason = answer
             return True if approved else (reason or False)
         return approve
 
-    def answer(self, conversation_id: str, approval_id: str, approved: bool, reason: str | None) -> None:
+    async def answer(self, conversation_id: str, approval_id: str, approved: bool, reason: str | None) -> None:
         """Give a waiting approval its answer, or raise the ServiceError saying why it cannot be."""
-        conversation = self.conversations.get(conversation_id)
-        future = conversation.approvals.get(approval_id) if conversation is not None else None
-        if future is None:
+        try:
+            await self.conversations.answer(conversation_id, approval_id, approved, reason)
+        except (ApprovalNotFound, ConversationNotFound):
             raise ServiceError(404, "approval_not_found", "no approval of this conversation has this id "
-                               "(the conversation may have asked another question since)")
-        if future.done():
-            why = "it was answered already" if not future.cancelled() else \
+                               "(the conversation may have asked another question since)") from None
+        except ApprovalClosed as closed:
+            why = "it was answered already" if closed.answered else \
                 "it is no longer waiting (no answer came in time, or the client went away), so it was denied"
-            raise ServiceError(409, "approval_answered", why)
-        future.set_result((approved, reason))
+            raise ServiceError(409, "approval_answered", why) from None
 
     def pending_approvals(self) -> int:
         """How many approvals wait for an answer, in all conversations."""
-        return sum(not f.done() for c in self.conversations for f in c.approvals.values())
+        return len(self.conversations.waiting_approvals())
 
 
 def not_asked(call: dict) -> NotAsked:
@@ -625,23 +642,54 @@ def default_agent_factory(*, offline: bool | None = None, model: str | None = No
     return lambda: AsyncAgent(client=client, stream=True, **agent_options)
 
 
+class WorkerHeader:
+    """Adds `x-miniagent-worker` (this process's id, as the store's leases name it) to every answer: with
+    several workers behind one address, it says which one answered."""
+
+    def __init__(self, app: Any, worker: str) -> None:
+        self.app, self.header = app, (b"x-miniagent-worker", worker.encode())
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        async def send_with_header(message: dict) -> None:
+            if message["type"] == "http.response.start":
+                message["headers"] = [*message.get("headers", []), self.header]
+            await send(message)
+        await self.app(scope, receive, send_with_header if scope["type"] == "http" else send)
+
+
+def _seconds_from_environment(name: str, default: float) -> float:
+    text = os.environ.get(name, "").strip()
+    if not text:
+        return default
+    try:
+        return float(text)
+    except ValueError:
+        raise ValueError(f"${name} must be a number of seconds, got {text[:40]!r}") from None
+
+
 def _page(name: str) -> str:
     return (resources.files("miniagent") / "web" / name).read_text(encoding="utf-8")
 
 
-def create_app(*, agent_factory: Callable[[], Any] | None = None, max_conversations: int = 100,
+def create_app(*, agent_factory: Callable[[], Any] | None = None, store: Any = None, max_conversations: int = 100,
                max_history_messages: int = 50, max_concurrent_runs: int = 32, max_body_bytes: int = 64 * 1024,
                max_question_chars: int = 20_000, allowed_hosts: tuple[str, ...] | None = LOCAL_HOSTS,
                heartbeat_seconds: float = 15.0, approval_timeout_seconds: float = 300.0,
-               body_timeout_seconds: float = BODY_TIMEOUT_SECONDS) -> FastAPI:
+               body_timeout_seconds: float = BODY_TIMEOUT_SECONDS, lease_seconds: float | None = None) -> FastAPI:
     """The service as an ASGI app (run it with uvicorn; test it with httpx's ASGITransport).
 
-    `agent_factory()` makes the agent of each new conversation (default: `AsyncAgent` on
-    `connect_async()`, offline unless a key is set). The limits are described above;
-    `allowed_hosts=None` accepts any Host header (for a service deliberately on a network).
-    `approval_timeout_seconds`: how long a streamed run waits for a person to approve a tool call;
-    `body_timeout_seconds`: how long a request's body may take to arrive (then 408). The bounds
-    of the connections themselves are the server's: see `GuardedH11Protocol` and `main`.
+    `agent_factory()` makes the agent of each run (default: `AsyncAgent` on `connect_async()`,
+    offline unless a key is set), which is given its conversation's stored history. `store`
+    keeps the conversations: "memory" (this process only), "sqlite:///FILE" (the workers of one
+    machine), "postgresql://..." (of several), or a store object (`miniagent.serve_store`);
+    None reads $MINIAGENT_SERVE_STORE, else memory. A store opened here holds at most
+    `max_conversations`. `lease_seconds` (None: $MINIAGENT_SERVE_LEASE_SECONDS, else 30): how
+    long a conversation stays locked to a worker that died while running it. The other limits
+    are described above; `allowed_hosts=None` accepts any Host header (for a service
+    deliberately on a network). `approval_timeout_seconds`: how long a streamed run waits for
+    a person to approve a tool call; `body_timeout_seconds`: how long a request's body may take
+    to arrive (then 408). The bounds of the connections themselves are the server's: see
+    `GuardedH11Protocol` and `main`. Every answer says which worker gave it (`x-miniagent-worker`).
     """
     limits = [("max_conversations", max_conversations, 1), ("max_concurrent_runs", max_concurrent_runs, 1),
               ("max_history_messages", max_history_messages, 2),  # at least a question and its answer
@@ -649,19 +697,31 @@ def create_app(*, agent_factory: Callable[[], Any] | None = None, max_conversati
     for name, value, least in limits:
         if isinstance(value, bool) or not isinstance(value, int) or value < least:
             raise ValueError(f"{name} must be an integer of at least {least}, got {value!r}")
+    if lease_seconds is None:
+        lease_seconds = _seconds_from_environment("MINIAGENT_SERVE_LEASE_SECONDS", LEASE_SECONDS)
     for name, seconds in (("approval_timeout_seconds", approval_timeout_seconds),
-                          ("body_timeout_seconds", body_timeout_seconds)):
+                          ("body_timeout_seconds", body_timeout_seconds), ("lease_seconds", lease_seconds)):
         if isinstance(seconds, bool) or not isinstance(seconds, (int, float)) or not 0 < seconds < float("inf"):
             raise ValueError(f"{name} must be a positive number, got {seconds!r}")
-    service = ChatService(agent_factory or default_agent_factory(), max_conversations=max_conversations,
+    opened = store is None or isinstance(store, str)  # opened here, so closed here when the app stops
+    if opened:
+        store = open_store(store or os.environ.get("MINIAGENT_SERVE_STORE") or "memory", limit=max_conversations)
+    service = ChatService(agent_factory or default_agent_factory(), store,
                           max_history_messages=max_history_messages, max_concurrent_runs=max_concurrent_runs,
-                          approval_timeout=approval_timeout_seconds)
+                          approval_timeout=approval_timeout_seconds, lease_seconds=lease_seconds)
     page, script = _page("index.html"), _page("chat.js")
 
+    @asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        yield
+        if opened:
+            store.close()
+
     # No /docs: they load scripts from a CDN, and this service stays offline.
-    app = FastAPI(title="miniagent", docs_url=None, redoc_url=None, openapi_url=None,
+    app = FastAPI(title="miniagent", docs_url=None, redoc_url=None, openapi_url=None, lifespan=lifespan,
                   default_response_class=JSONAnswer, dependencies=[Depends(host_guard(allowed_hosts))])
     app.state.service = service
+    app.add_middleware(WorkerHeader, worker=service.owner)
     _add_error_handlers(app)
 
     @app.get("/")
@@ -675,7 +735,7 @@ def create_app(*, agent_factory: Callable[[], Any] | None = None, max_conversati
     @app.post("/chat")
     async def chat(request: Request) -> Response:
         message, conversation_id = await read_question(request, max_body_bytes, max_question_chars, body_timeout_seconds)
-        conversation = service.reserve(conversation_id)
+        reservation = await service.reserve(conversation_id)
         calls: dict[str, dict] = {}
 
         def collect(name: str, data: dict) -> None:  # the tool calls, each with its result
@@ -687,21 +747,20 @@ def create_app(*, agent_factory: Callable[[], Any] | None = None, max_conversati
             elif name == "tool_result" and data["id"] in calls:
                 calls[data["id"]].update(result=data["content"], is_error=data["is_error"])
 
-        try:
-            result = await until_disconnected(request, service.run(conversation, message, collect, ask=False))
-        finally:
-            service.release(conversation)
+        run = asyncio.ensure_future(service.run(reservation, message, collect, ask=False))
+        run.add_done_callback(lambda _: service.release_soon(reservation))  # a run cancelled before it began
+        result = await until_disconnected(request, run)
         if result is None:  # the client went away: its run was cancelled, and nobody reads an answer
             return Response(status_code=499)
         if result.stop == "api_error":
             raise ServiceError(502, "api_error", result.reason)
-        return JSONAnswer({"conversation_id": conversation.id, "text": result.text, "stop": result.stop,
+        return JSONAnswer({"conversation_id": reservation.id, "text": result.text, "stop": result.stop,
                            "reason": result.reason, "usage": usage_of(result), "tool_calls": list(calls.values())})
 
     @app.post("/chat/stream")
     async def chat_stream(request: Request) -> EventStream:
         message, conversation_id = await read_question(request, max_body_bytes, max_question_chars, body_timeout_seconds)
-        conversation = service.reserve(conversation_id)
+        reservation = await service.reserve(conversation_id)
         queue: asyncio.Queue = asyncio.Queue()
         loop = asyncio.get_running_loop()
 
@@ -710,24 +769,24 @@ def create_app(*, agent_factory: Callable[[], Any] | None = None, max_conversati
 
         async def run() -> None:
             try:
-                emit(*finished(await service.run(conversation, message, emit)))
+                emit(*finished(await service.run(reservation, message, emit)))
             except Exception:  # noqa: BLE001 - a bug: the client hears that it failed, the log hears why
                 log.exception("the run failed unexpectedly")
                 emit("error", {"type": "internal_error", "message": "the run failed unexpectedly; "
                                                                     "the server log says why"})
 
         def ended(task: asyncio.Task) -> None:  # called however the run ends, cancelled before it began too
-            service.release(conversation)
+            service.release_soon(reservation)
             loop.call_soon_threadsafe(queue.put_nowait, None)
 
         task = asyncio.create_task(run())
         task.add_done_callback(ended)
-        return EventStream(event_stream(conversation.id, queue, heartbeat_seconds), task)
+        return EventStream(event_stream(reservation.id, queue, heartbeat_seconds), task)
 
     @app.post("/chat/approve")
     async def chat_approve(request: Request) -> JSONAnswer:
         conversation_id, approval_id, approved, reason = await read_answer(request, max_body_bytes, body_timeout_seconds)
-        service.answer(conversation_id, approval_id, approved, reason)
+        await service.answer(conversation_id, approval_id, approved, reason)
         return JSONAnswer({"conversation_id": conversation_id, "approval_id": approval_id, "approved": approved,
                            "reason": None if approved else reason})
 
@@ -844,12 +903,24 @@ def build_parser() -> argparse.ArgumentParser:
     mode.add_argument("--offline", action="store_true", help="use the bundled mock API, even if a key is set")
     mode.add_argument("--live", action="store_true", help="use the real API (needs ANTHROPIC_API_KEY)")
     parser.add_argument("--model", help="model name (default: $MINIAGENT_MODEL or the package default)")
+    parser.add_argument("--store", default=os.environ.get("MINIAGENT_SERVE_STORE") or "memory",
+                        help="where conversations are kept: memory (default, this process only; or "
+                             "$MINIAGENT_SERVE_STORE), sqlite:///FILE (the workers of one machine) or "
+                             "postgresql://user@host/db (of several)")
+    parser.add_argument("--workers", type=int, default=1,
+                        help="processes serving at once (default: 1); more than one needs a shared --store")
     return parser
 
 
 def main(argv: list[str] | None = None) -> int:
     """`python -m miniagent serve`: serve until Ctrl-C. Exit status 2 for a bad command line or key."""
-    args = build_parser().parse_args(argv)
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if args.workers < 1:
+        parser.error(f"--workers must be at least 1, got {args.workers}")
+    if args.workers > 1 and args.store == "memory":
+        parser.error("with --workers, every worker must see every conversation: give them a shared store, "
+                     "e.g. --store sqlite:///conversations.db")
     import uvicorn
 
     from miniagent.client import APIKeyError, MissingAPIKeyError
@@ -871,6 +942,16 @@ def main(argv: list[str] | None = None) -> int:
     if not local:
         print(f"warning: listening on {args.host}: anyone who can reach this machine can use the agent, "
               "and your API key with it", file=sys.stderr)
+    settings = {"offline": True if args.offline else False if args.live else None, "model": args.model,
+                "store": args.store, "allowed_hosts": LOCAL_HOSTS if local else None}
+    try:  # opened once here: a store that cannot be opened is a clear message before serving
+        open_store(args.store).close()
+    except Exception as err:  # noqa: BLE001 - only the store's own failures are reported; the rest re-raised
+        if not isinstance(err, (ValueError, ImportError, OSError, sqlite3.Error)) \
+                and not type(err).__module__.startswith("psycopg"):
+            raise
+        print(f"miniagent serve: cannot open the conversation store: {err}", file=sys.stderr)
+        return 2
     try:  # bound here, so a port in use is a clear message and port 0 prints the port it got
         sock = socket.create_server((args.host, args.port), family=socket.AF_INET6 if ":" in args.host
                                     else socket.AF_INET)
@@ -878,15 +959,51 @@ def main(argv: list[str] | None = None) -> int:
         print(f"miniagent serve: cannot listen on {args.host} port {args.port} ({err.strerror or err}); "
               "pick another with --port", file=sys.stderr)
         return 2
-    app = create_app(agent_factory=factory, allowed_hosts=LOCAL_HOSTS if local else None)
     shown = f"[{args.host}]" if ":" in args.host else args.host
-    print(f"miniagent: serving at http://{shown}:{sock.getsockname()[1]}/ (Ctrl-C to stop)", flush=True)
-    server = uvicorn.Server(uvicorn.Config(app, log_level="warning", timeout_graceful_shutdown=3, **SERVER_OPTIONS))
+    workers = f" with {args.workers} workers" if args.workers > 1 else ""
+    print(f"miniagent: serving at http://{shown}:{sock.getsockname()[1]}/{workers} (Ctrl-C to stop)", flush=True)
+    options = dict(log_level="warning", timeout_graceful_shutdown=3, **SERVER_OPTIONS)
+    if args.workers > 1:  # each worker is a new process that builds the app from these settings (worker_app)
+        os.environ[WORKER_SETTINGS] = json.dumps(settings)
+        from uvicorn.supervisors import Multiprocess
+        config = uvicorn.Config("miniagent.serve:worker_app", factory=True, workers=args.workers, **options)
+        Multiprocess(config, sockets=[sock]).run()  # restarts a worker that dies; Ctrl-C stops them all
+        return 0
+    app = create_app(agent_factory=factory, store=args.store, allowed_hosts=settings["allowed_hosts"])
+    server = uvicorn.Server(uvicorn.Config(app, **options))
     try:  # on Ctrl-C, answers being streamed get 3 s to finish, then their runs are cancelled
         server.run(sockets=[sock])
     except KeyboardInterrupt:  # uvicorn stops cleanly, then raises the Ctrl-C it caught
         pass
     return 0
+
+
+# --- what uvicorn loads: `uvicorn miniagent.serve:app`, and the workers of `--workers` ----------------
+
+WORKER_SETTINGS = "MINIAGENT_SERVE_WORKER"  # how `main` hands its command line to its workers (JSON)
+
+
+def worker_app() -> FastAPI:
+    """The app of one worker of `python -m miniagent serve --workers N` (uvicorn calls it in each process)."""
+    settings = json.loads(os.environ[WORKER_SETTINGS])
+    hosts = settings["allowed_hosts"]
+    factory = default_agent_factory(offline=settings["offline"], model=settings["model"])
+    return create_app(agent_factory=factory, store=settings["store"],
+                      allowed_hosts=None if hosts is None else tuple(hosts))
+
+
+def __getattr__(name: str) -> Any:
+    """`app`, made on first use: what `uvicorn miniagent.serve:app` loads, in each worker.
+
+    It is the default service: offline unless a key is set (as `connect_async()` decides),
+    its conversations in $MINIAGENT_SERVE_STORE (memory if unset: then run one worker only).
+    Made on first use rather than at import, so that importing this module stays cheap and
+    never needs a key.
+    """
+    if name == "app":
+        made = globals()["app"] = create_app()
+        return made
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 if __name__ == "__main__":

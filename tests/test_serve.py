@@ -221,8 +221,8 @@ def test_a_busy_conversation_is_409_and_a_full_service_503():
     async def scenario(http):
         first = asyncio.create_task(http.post("/chat", json={"message": "Wait for it."}))
         await asyncio.wait_for(started.wait(), WAIT)
-        [waiting] = app.state.service.conversations
-        busy = await http.post("/chat/stream", json={"message": "And now?", "conversation_id": waiting.id})
+        [waiting] = app.state.service.conversations.ids()
+        busy = await http.post("/chat/stream", json={"message": "And now?", "conversation_id": waiting})
         full = await http.post("/chat", json={"message": "Another question"})
         release.set()
         done = await asyncio.wait_for(first, WAIT)
@@ -269,7 +269,7 @@ def test_history_is_bounded_and_never_cut_between_a_tool_call_and_its_result():
         return cid
 
     cid = run(app, scenario)
-    history = app.state.service.conversations.get(cid).agent.history
+    history = app.state.service.conversations.history(cid)
     assert 2 <= len(history) <= 5 and conversation_error(history) is None
     assert history[0]["content"] == "What is 1 * 7?"  # the first question stays, as SlidingWindow's anchor
 
@@ -382,14 +382,13 @@ async def waiting_next():
     service = app.state.service
     async with serving(app) as url, httpx.AsyncClient(base_url=url, timeout=WAIT) as http:
         cid = (await http.post("/chat", json={"message": "What is 2 + 2?"})).json()["conversation_id"]
-        conversation = service.conversations.get(cid)
-        before = list(conversation.agent.history)
+        before = service.conversations.history(cid)
         mock.script(scripts.tool_call("wait_for_release", {"what": "x"}, text="Let me wait."))
         outcome = {}
         yield url, cid, started, cancelled, outcome
         await asyncio.wait_for(cancelled.wait(), WAIT)
-        await wait_until(lambda: not conversation.busy and service.running == 0)
-        assert conversation.agent.history == before  # the question never happened
+        await wait_until(lambda: not service.conversations.leased(cid) and service.running == 0)
+        assert service.conversations.history(cid) == before  # the question never happened
         outcome["again"] = await http.post("/chat", json={"message": "What is 3 + 4?", "conversation_id": cid})
 
 
@@ -423,10 +422,10 @@ def test_a_client_that_disconnects_while_the_model_is_still_answering_cancels_th
                 first = await anext(parse_lines(response))
                 assert service.running == 1
             await wait_until(lambda: service.running == 0)
-            [conversation] = service.conversations
+            [cid] = service.conversations.ids()
             mock.pace()
-            again = await http.post("/chat", json={"message": "What is 3 + 4?", "conversation_id": conversation.id})
-            return first, conversation.agent.history, again
+            again = await http.post("/chat", json={"message": "What is 3 + 4?", "conversation_id": cid})
+            return first, service.conversations.history(cid), again
 
     first, history, again = asyncio.run(scenario())
     assert first == "conversation" and again.status_code == 200
@@ -538,9 +537,8 @@ async def asked(service, http, message: str = DELETE):
     """Start a streamed question; wait until it asks for approval. Returns (the stream's task, conversation, id)."""
     stream = asyncio.create_task(http.post("/chat/stream", json={"message": message}))
     await wait_until(lambda: service.pending_approvals() == 1 or stream.done())
-    [conversation] = service.conversations
-    [approval_id] = conversation.approvals
-    return stream, conversation, approval_id
+    [(conversation_id, approval_id)] = service.conversations.waiting_approvals()
+    return stream, conversation_id, approval_id
 
 
 @pytest.mark.parametrize("approved", [False, True])
@@ -550,9 +548,9 @@ def test_a_streamed_run_asks_before_a_tool_that_needs_approval(approved):
     service = app.state.service
 
     async def scenario(http):
-        stream, conversation, approval_id = await asked(service, http)
+        stream, conversation_id, approval_id = await asked(service, http)
         assert not deleted and not stream.done()  # the run waits for the answer
-        answer = {"conversation_id": conversation.id, "approval_id": approval_id, "approved": approved,
+        answer = {"conversation_id": conversation_id, "approval_id": approval_id, "approved": approved,
                   "reason": "keep it,\x00 I still\nneed it\x1b"}
         first = await http.post("/chat/approve", json=answer)
         again = await http.post("/chat/approve", json=answer)
@@ -586,8 +584,8 @@ def test_approval_answers_that_cannot_be_taken():
     service = app.state.service
 
     async def scenario(http):
-        stream, conversation, approval_id = await asked(service, http)
-        good = {"conversation_id": conversation.id, "approval_id": approval_id, "approved": True}
+        stream, conversation_id, approval_id = await asked(service, http)
+        good = {"conversation_id": conversation_id, "approval_id": approval_id, "approved": True}
         refused = [
             (404, "approval_not_found", json.dumps(good | {"conversation_id": "nope"}).encode(), JSON),
             (404, "approval_not_found", json.dumps(good | {"approval_id": "nope"}).encode(), JSON),
@@ -623,9 +621,9 @@ def test_no_answer_in_time_is_a_denial():
 
     async def scenario(http):
         events = events_of((await http.post("/chat/stream", json={"message": DELETE})).content)
-        [conversation] = service.conversations
+        [conversation_id] = service.conversations.ids()
         approval_id = dict(events)["approval"]["approval_id"]
-        late = await http.post("/chat/approve", json={"conversation_id": conversation.id,
+        late = await http.post("/chat/approve", json={"conversation_id": conversation_id,
                                                       "approval_id": approval_id, "approved": True})
         return events, late
 
@@ -647,18 +645,15 @@ def test_a_client_that_leaves_while_asked_leaves_no_question_waiting():
                 async for name in parse_lines(response):
                     if name == "approval":
                         break
-                assert service.pending_approvals() == 1
+                [(conversation_id, approval_id)] = service.conversations.waiting_approvals()
             await wait_until(lambda: service.running == 0)
-            [conversation] = service.conversations
-            [future] = conversation.approvals.values()
-            late = await http.post("/chat/approve", json={"conversation_id": conversation.id,
-                                                          "approval_id": next(iter(conversation.approvals)),
-                                                          "approved": True})
-            again = await http.post("/chat", json={"message": "What is 3 + 4?", "conversation_id": conversation.id})
-            return service.pending_approvals(), future.cancelled(), late, again, deleted
+            late = await http.post("/chat/approve", json={"conversation_id": conversation_id,
+                                                          "approval_id": approval_id, "approved": True})
+            again = await http.post("/chat", json={"message": "What is 3 + 4?", "conversation_id": conversation_id})
+            return service.pending_approvals(), late, again, deleted
 
-    pending, cancelled, late, again, deleted = asyncio.run(scenario())
-    assert pending == 0 and cancelled and deleted == []
+    pending, late, again, deleted = asyncio.run(scenario())
+    assert pending == 0 and deleted == []
     assert late.status_code == 409 and again.status_code == 200 and "7" in again.json()["text"]
 
 

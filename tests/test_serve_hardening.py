@@ -86,13 +86,13 @@ def test_a_thread_tool_left_running_keeps_the_conversation_busy_and_its_result_i
                 await asyncio.wait_for(started.wait(), WAIT)
                 await wait_until(pay_started.is_set)
             await asyncio.wait_for(cancelled.wait(), WAIT)  # the service noticed, and stopped the run
-            [conversation] = service.conversations
-            meanwhile = await http.post("/chat", json={"message": "Pay 10.", "conversation_id": conversation.id})
+            [cid] = service.conversations.ids()
+            meanwhile = await http.post("/chat", json={"message": "Pay 10.", "conversation_id": cid})
             busy_while_paying = service.running == 1 and not paid
             release.set()
             await wait_until(lambda: service.running == 0)
-            history = list(conversation.agent.history)
-            again = await http.post("/chat", json={"message": "Did you pay?", "conversation_id": conversation.id})
+            history = service.conversations.history(cid)
+            again = await http.post("/chat", json={"message": "Did you pay?", "conversation_id": cid})
             return meanwhile, busy_while_paying, paid, history, again, mock.last_request
 
     meanwhile, busy_while_paying, paid, history, again, last = asyncio.run(scenario())
@@ -114,14 +114,13 @@ def test_a_thread_tool_still_running_at_its_timeout_is_given_up_and_said_to_be_u
         mock.script({"content": [{"type": "tool_use", "name": "pay", "input": {"amount": 5}}]})
         app = create_app(agent_factory=agents(mock, [pay]))
         service = app.state.service
-        conversation = service.reserve(None)
-        run = asyncio.create_task(service.run(conversation, "Pay 5.", lambda name, data: None))
+        reservation = await service.reserve(None)
+        run = asyncio.create_task(service.run(reservation, "Pay 5.", lambda name, data: None))
         await wait_until(pay_started.is_set)
         run.cancel()
         with pytest.raises(asyncio.CancelledError):
             await asyncio.wait_for(run, WAIT)
-        service.release(conversation)
-        history, unpaid = list(conversation.agent.history), list(paid)
+        history, unpaid = service.conversations.history(reservation.id), list(paid)
         release.set()
         return history, unpaid
 
@@ -135,14 +134,14 @@ def test_a_run_stopped_before_any_tool_ran_leaves_the_history_as_it_was():
     async def scenario():
         mock = MockAPI(api_keys={KEY}, pacing={"first": 30.0})  # the model's first token would take 30 s
         service = create_app(agent_factory=agents(mock)).state.service
-        conversation = service.reserve(None)
-        run = asyncio.create_task(service.run(conversation, "What is 2 + 2?", lambda name, data: None))
+        reservation = await service.reserve(None)
+        run = asyncio.create_task(service.run(reservation, "What is 2 + 2?", lambda name, data: None))
         await wait_until(lambda: len(mock.requests) == 1)
         run.cancel()
         with pytest.raises(asyncio.CancelledError):
             await asyncio.wait_for(run, WAIT)
         mock.pace()
-        return conversation.agent.history
+        return service.conversations.history(reservation.id)
 
     assert asyncio.run(scenario()) == []
 

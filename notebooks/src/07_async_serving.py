@@ -340,10 +340,13 @@ print(await agent.chat("What is my name?"))
 #     C1 & C2 -- "AsyncClient, one pool<br/>(the key lives here)" --> A["Messages API"]
 # ```
 #
-# `create_app` builds the service around any agent factory: one agent (one history) per
-# conversation. Start it in a thread of this notebook, on a port of its own:
+# `create_app` builds the service around any agent factory: a new agent for each run,
+# given its conversation's history, which the service keeps (in its own memory by default;
+# in a database when several processes serve, below). Start it in a thread of this
+# notebook, on a port of its own:
 
 # %%
+import functools
 import threading
 
 import uvicorn
@@ -353,9 +356,15 @@ from miniagent.serve import create_app
 PORT = 8707  # change it if something else on your machine uses it
 
 
+@functools.cache
+def service_client():
+    """The service's one client, made by its first run: so on the service's own event loop."""
+    return miniagent.connect_async(quiet=True)
+
+
 def new_agent():
-    """The agent of each new conversation: streamed, with its own client (made on the service's loop)."""
-    return AsyncAgent(miniagent.connect_async(quiet=True), tools, stream=True)
+    """The agent of each run (the service gives it the conversation's history): streamed."""
+    return AsyncAgent(service_client(), tools, stream=True)
 
 
 app = create_app(agent_factory=new_agent)
@@ -476,9 +485,9 @@ for _ in range(500):  # the service notices within moments
     if hung_up:
         break
     await asyncio.sleep(0.01)
-[conversation] = slow_app.state.service.conversations
+[conversation_id] = slow_app.state.service.conversations.ids()
 print("tool cancelled for:", hung_up, "| runs in progress:", slow_app.state.service.running,
-      "| history kept:", conversation.agent.history)
+      "| history kept:", slow_app.state.service.conversations.history(conversation_id))
 
 # %% [markdown]
 # ## Where one process stops
@@ -499,15 +508,57 @@ print(f"memory: {'under' if kib < 50 else 'OVER'} 50 KiB per conversation in fli
 # costs; a real model's answers are longer, so take them as floors. Long before either limit, a real deployment meets the model API's own rate
 # limits (the 429s of notebook 01), and a process that crashes takes every conversation
 # in its memory with it. So, in order:
-# - **More cores**: several uvicorn workers (`uvicorn miniagent.serve:app --workers 4`,
-#   or gunicorn with uvicorn workers) behind a load balancer. Each worker is this
-#   notebook's process.
-# - **Shared state**: a worker's memory is its own, and the next request of a
-#   conversation may reach another worker. Conversations then live in a database or
-#   Redis, keyed by `conversation_id`, read at the start of a run and written at its end.
+# - **More cores**: several worker processes behind one address, each of them this
+#   notebook's process. They share one listening socket and whichever is free takes the
+#   next connection, so the next request of a conversation may reach another worker
+#   than the last one did.
+# - **Shared state**: so a conversation cannot live in one worker's memory.
+#   `create_app(store=...)` keeps the conversations where every worker sees them: a
+#   SQLite file for the workers of one machine (`"sqlite:///conversations.db"`),
+#   PostgreSQL for several (`"postgresql://user@host/db"`). A run reads its
+#   conversation's history when it starts and writes it when it ends, and meanwhile holds
+#   a *lease* on it, an owner and an expiry taken by compare-and-set in the database: two
+#   workers never run one conversation at once, and a worker that dies mid-run frees it
+#   when its lease runs out. A question waiting for approval waits in the store too, so the
+#   person's answer may reach any worker. Two apps on one file, as two workers would be:
+
+# %%
+import tempfile
+from pathlib import Path
+
+folder = Path(tempfile.mkdtemp())  # a fresh folder: the store makes its tables on first use
+store = f"sqlite:///{folder / 'conversations.db'}"
+workers = [create_app(agent_factory=lambda: AsyncAgent(llm, tools, stream=True), store=store) for _ in range(2)]
+one, two = (httpx.AsyncClient(transport=httpx.ASGITransport(app=worker), base_url="http://127.0.0.1")
+            for worker in workers)
+begun = await one.post("/chat", json={"message": "Hi, my name is Ada."})
+cid = begun.json()["conversation_id"]
+continued = await two.post("/chat", json={"message": "What is my name?", "conversation_id": cid})
+print("worker 1 began it, worker 2 continued it:", continued.status_code, continued.json()["text"])
+print("answered by two workers:", begun.headers["x-miniagent-worker"] != continued.headers["x-miniagent-worker"])
+print("the history in the file:", [m["role"] for m in workers[0].state.service.conversations.history(cid)])
+for client, worker in zip((one, two), workers):
+    await client.aclose()
+    worker.state.service.conversations.close()
+
+# %% [markdown]
+# Served for real, each worker is a process of its own, started by the command line with
+# the store they share (uvicorn's own command line can load the same app):
+
+# %%
+print("python -m miniagent serve --workers 4 --store sqlite:///conversations.db")
+print("MINIAGENT_SERVE_STORE=sqlite:///conversations.db uvicorn miniagent.serve:app --workers 4 "
+      "--http miniagent.serve:GuardedH11Protocol --limit-concurrency 100")
+
+# %% [markdown]
 # - **Back-pressure**: keep the service's limits (`max_concurrent_runs`, body size,
 #   conversations kept) so that overload is a quick 503 with `retry-after`, never a queue
-#   that grows until memory runs out.
+#   that grows until memory runs out; and bound the connections themselves. uvicorn waits
+#   for a request's headers for ever, so a client that sends a byte every few seconds
+#   keeps its connection, and a few hundred such clients hold the service.
+#   `GuardedH11Protocol` (what `python -m miniagent serve` gives uvicorn, and `--http`
+#   above) closes a connection whose headers, or body, have not arrived within 10 s, and
+#   refuses more than 100 connections at once, or 16 from one address.
 #
 # Stop the two services:
 
@@ -522,9 +573,11 @@ await http.aclose()
 # - One blocking call inside `async def` stalls everything: hand blocking work to a
 #   thread (`asyncio.to_thread`). The tool registry does it for plain-function tools.
 # - The loop's rules are one generator; `run_loop` and `arun_loop` are drivers that do
-#   its I/O. Cancelling a run cancels its tools and keeps the history valid.
+#   its I/O. Cancelling a run cancels its coroutine tools (a plain tool's thread runs on)
+#   and keeps the history valid.
 # - A web service is the same event loop with HTTP in front: stream with SSE, bound
-#   everything, answer every refusal with a JSON error, cancel on disconnect.
+#   everything, answer every refusal with a JSON error, cancel on disconnect. Several
+#   workers share their conversations in a database, each run under a lease.
 #
 # ## Exercises
 #
