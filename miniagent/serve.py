@@ -314,7 +314,8 @@ class ChatService:
     """
 
     def __init__(self, agent_factory: Callable[[], Any], store: Any, *, max_history_messages: int,
-                 max_concurrent_runs: int, approval_timeout: float = 300.0, lease_seconds: float = LEASE_SECONDS) -> None:
+                 max_concurrent_runs: int, approval_timeout: float = 300.0,
+                 lease_seconds: float = LEASE_SECONDS) -> None:
         self.agent_factory, self.conversations = agent_factory, store
         self.window = SlidingWindow(max_history_messages)
         self.max_concurrent_runs = max_concurrent_runs
@@ -734,7 +735,8 @@ def create_app(*, agent_factory: Callable[[], Any] | None = None, store: Any = N
 
     @app.post("/chat")
     async def chat(request: Request) -> Response:
-        message, conversation_id = await read_question(request, max_body_bytes, max_question_chars, body_timeout_seconds)
+        message, conversation_id = await read_question(request, max_body_bytes, max_question_chars,
+                                                       body_timeout_seconds)
         reservation = await service.reserve(conversation_id)
         calls: dict[str, dict] = {}
 
@@ -759,7 +761,8 @@ def create_app(*, agent_factory: Callable[[], Any] | None = None, store: Any = N
 
     @app.post("/chat/stream")
     async def chat_stream(request: Request) -> EventStream:
-        message, conversation_id = await read_question(request, max_body_bytes, max_question_chars, body_timeout_seconds)
+        message, conversation_id = await read_question(request, max_body_bytes, max_question_chars,
+                                                       body_timeout_seconds)
         reservation = await service.reserve(conversation_id)
         queue: asyncio.Queue = asyncio.Queue()
         loop = asyncio.get_running_loop()
@@ -785,7 +788,8 @@ def create_app(*, agent_factory: Callable[[], Any] | None = None, store: Any = N
 
     @app.post("/chat/approve")
     async def chat_approve(request: Request) -> JSONAnswer:
-        conversation_id, approval_id, approved, reason = await read_answer(request, max_body_bytes, body_timeout_seconds)
+        conversation_id, approval_id, approved, reason = await read_answer(request, max_body_bytes,
+                                                                           body_timeout_seconds)
         await service.answer(conversation_id, approval_id, approved, reason)
         return JSONAnswer({"conversation_id": conversation_id, "approval_id": approval_id, "approved": approved,
                            "reason": None if approved else reason})

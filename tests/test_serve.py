@@ -488,8 +488,9 @@ def test_python_m_miniagent_serve_serves_until_ctrl_c():
         url = re.search(r"http://127\.0\.0\.1:\d+/", lines[1]).group()
         page = httpx.get(url, timeout=WAIT)
         answer = httpx.post(url + "chat", json={"message": "What is 2 + 2?"}, timeout=WAIT)
-        crowd = [socket.create_connection(("127.0.0.1", int(url.rsplit(":", 1)[1].strip("/"))), WAIT,
-                                          source_address=("127.0.0.2", 0)) for _ in range(MAX_CONNECTIONS_PER_CLIENT + 1)]
+        port = int(url.rsplit(":", 1)[1].strip("/"))
+        crowd = [socket.create_connection(("127.0.0.1", port), WAIT, source_address=("127.0.0.2", 0))
+                 for _ in range(MAX_CONNECTIONS_PER_CLIENT + 1)]
         refused = crowd[-1].recv(100)  # the server's bounds are on (GuardedH11Protocol): one too many
         for conn in crowd:
             conn.close()

@@ -20,7 +20,7 @@ import pytest
 
 pytest.importorskip("fastapi")  # an optional extra of the package (the course environment has it)
 
-from test_serve import BASE, DELETE, KEY, WAIT, agents, deleting, events_of  # noqa: E402
+from test_serve import BASE, DELETE, WAIT, agents, deleting, events_of  # noqa: E402
 
 from miniagent.serve import create_app  # noqa: E402
 from miniagent.serve_store import (  # noqa: E402

@@ -54,7 +54,8 @@ WORKER = "x-miniagent-worker"
 def printed_command(start: str) -> str:
     """The line of notebook 07's saved outputs that starts with `start` (a command it tells the reader to run)."""
     cells = json.loads(NOTEBOOK.read_text(encoding="utf-8"))["cells"]
-    printed = "".join("".join(o.get("text", "")) for c in cells if c["cell_type"] == "code" for o in c.get("outputs", []))
+    printed = "".join("".join(o.get("text", "")) for c in cells if c["cell_type"] == "code"
+                      for o in c.get("outputs", []))
     [command] = [line.strip() for line in printed.splitlines() if line.strip().startswith(start)]
     return command
 
@@ -124,7 +125,8 @@ def test_the_printed_command_serves_one_set_of_conversations_from_four_workers(t
     command = printed_command("python -m miniagent serve --workers 4 ")
     assert "--store sqlite:///" in command
     store = tmp_path / command.split("sqlite:///")[1].split()[0]
-    one_set_of_conversations([sys.executable, *command.split()[1:], "--port", "0"], tmp_path, lambda: SQLiteStore(store))
+    argv = [sys.executable, *command.split()[1:], "--port", "0"]  # `python` is this interpreter; a free port
+    one_set_of_conversations(argv, tmp_path, lambda: SQLiteStore(store))
 
 
 @pytest.mark.postgres
