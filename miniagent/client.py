@@ -319,6 +319,10 @@ def connect(*, offline: bool | None = None, model: str | None = None, quiet: boo
     - else: the mock, with a note saying how to go live.
     `MINIAGENT_MODEL` picks the model. Prints one line saying which it picked.
     `api_key=...` and `base_url=...` given here take the place of the environment's.
+    Live, `MINIAGENT_BASE_URL` moves any provider's address (a local server on another
+    port), and `MINIAGENT_TIMEOUT` / `MINIAGENT_STREAM_TIMEOUT` give each attempt / each
+    stream more seconds (a local model's first token can be slow). `offline=True` in code
+    is a lesson's own mock: it answers as a model it serves, whatever MINIAGENT_MODEL names.
 
     `provider="deepseek"` (or `MINIAGENT_PROVIDER=deepseek`) picks another provider from
     `providers.PRESETS`: its key variable (DEEPSEEK_API_KEY) replaces ANTHROPIC_API_KEY

@@ -585,6 +585,8 @@ class StreamCore:
         if error is not None:
             record.error = error
         record.stream = {"events": self.accumulator.events, "bytes": self._size, "complete": complete}
+        if self.accumulator.deviations:  # what the server did that the API never does (streaming.UNSTARTED)
+            record.stream["deviations"] = list(self.accumulator.deviations)
 
 
 # --- offline or live --------------------------------------------------------------
@@ -606,13 +608,17 @@ def from_environment(client_class: Callable[..., Any], mock_transport: Callable[
     key_env, needs_key = preset.key_env or "", not preset.key_optional
     given = kwargs.pop("api_key", None)  # a key passed in code wins over the environment's
     key = str(given).strip() if given is not None else os.environ.get(key_env, "").strip() if key_env else ""
+    chosen = model  # a model the code asked for by name; the environment's is for live use
     model = model or os.environ.get("MINIAGENT_MODEL") or preset.model or DEFAULT_MODEL
     base_url = kwargs.pop("base_url", None)
     settings = {"format": preset.wire_format(), "provider": name, "key_env": key_env or f"the {name} server's key", **kwargs}
     label = "" if name == "anthropic" else f" · {name}"
+    asked_offline = offline is True  # a cell's own mock (a lesson that needs a scripted model), even live
     if offline is None:
         offline = env_offline or (needs_key and not key)
     if offline:
+        if asked_offline and chosen is None and not _mock_serves(name, model):
+            model = preset.model or DEFAULT_MODEL  # MINIAGENT_MODEL names a live model this mock does not serve
         mock = _mock_for(name, model)
         where = OFFLINE_BASE_URL + ("/v1" if preset.format == "openai" else "")  # the mock's /v1/chat/completions
         client = client_class(api_key=OFFLINE_API_KEY, base_url=where, model=model, mode="offline",
@@ -630,12 +636,35 @@ def from_environment(client_class: Callable[..., Any], mock_transport: Callable[
                                  hint=f"Set {key_env} (export {key_env}=... before `make lab`, or "
                                       f"os.environ['{key_env}'] = ... in a cell), or work offline with MINIAGENT_OFFLINE=1.")
     key = checked_key(key, key_env if given is None else "the api_key passed to connect()") if key else NO_KEY
-    base_url = base_url or (os.environ.get(preset.base_env) if preset.base_env else None) or preset.base_url
+    base_url = (base_url or os.environ.get("MINIAGENT_BASE_URL", "").strip()
+                or (os.environ.get(preset.base_env) if preset.base_env else None) or preset.base_url)
+    for setting, variable in (("timeout", "MINIAGENT_TIMEOUT"), ("stream_timeout", "MINIAGENT_STREAM_TIMEOUT")):
+        if setting not in settings and os.environ.get(variable, "").strip():
+            settings[setting] = _seconds(variable)
     client = client_class(api_key=key, base_url=base_url, model=model, mode="live", **settings)
     if not quiet:
         where = "" if base_url == preset.base_url else say("live_where", base_url=base_url)
         print(say("live", where=where, label=label, model=model))
     return client
+
+
+def _seconds(variable: str) -> float:
+    """A positive number of seconds from the environment, or a ValueError that names the variable."""
+    text = os.environ[variable].strip()
+    try:
+        seconds = float(text)
+    except ValueError:
+        seconds = -1.0
+    if not 0 < seconds < float("inf"):
+        raise ValueError(f"{variable} must be a positive number of seconds, got {text[:40]!r}")
+    return seconds
+
+
+def _mock_serves(provider: str, model: str) -> bool:
+    """Whether the offline mock of `provider` answers for `model` (another provider's mock serves any name)."""
+    from miniagent.mock import models  # imported here: live use never loads the mock
+
+    return provider != "anthropic" or model in models.Catalog()
 
 
 def _mock_for(provider: str, model: str) -> Any:

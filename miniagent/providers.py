@@ -128,6 +128,15 @@ PRESETS: dict[str, Preset] = {
                      "https://docs.ollama.com/api/openai-compatibility", key_optional=True),
     "ollama-anthropic": Preset("http://localhost:11434", None, "qwen3-coder", "anthropic",
                                "https://docs.ollama.com/api/anthropic-compatibility", key_optional=True),
+    # llama.cpp's own server (`llama-server -m MODEL.gguf --jinja`): both formats on one port, /v1/messages
+    # and /v1/chat/completions; a key only if started with --api-key. `make lab-local` starts one with the
+    # course's small model (scripts/local_model.py), named by --alias, and sets MINIAGENT_BASE_URL.
+    "llamacpp": Preset("http://127.0.0.1:8080", "LLAMACPP_API_KEY", "smollm2-135m-instruct", "anthropic",
+                       "https://github.com/ggml-org/llama.cpp/blob/master/tools/server/README.md",
+                       auth="x-api-key", key_optional=True),
+    "llamacpp-openai": Preset("http://127.0.0.1:8080/v1", "LLAMACPP_API_KEY", "smollm2-135m-instruct", "openai",
+                              "https://github.com/ggml-org/llama.cpp/blob/master/tools/server/README.md",
+                              key_optional=True),
     # vLLM: `vllm serve MODEL --api-key ...` then base_url http://localhost:8000/v1; the key is needed only if
     # the server was started with one; the model is whatever it serves (set MINIAGENT_MODEL).
     "vllm": Preset("http://localhost:8000/v1", "VLLM_API_KEY", "NousResearch/Meta-Llama-3-8B-Instruct", "openai",

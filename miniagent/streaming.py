@@ -224,6 +224,15 @@ _DELTA_FIELD = {"text_delta": ("text", "text"), "thinking_delta": ("thinking", "
                 "input_json_delta": ("input", "partial_json")}  # delta type -> (field it builds, its key)
 
 
+# A stream whose very first event is a content_block_start: llama.cpp's server (build 11434) sends no
+# message_start when the answer's first token is not a whole UTF-8 character (most Chinese answers).
+# Everything after it is in order, so the message is kept, with what message_start would have said
+# unknown: no id, no model, no input token count (0).
+NO_MESSAGE_START = "the stream began without message_start (its id, model and input token count are unknown)"
+UNSTARTED = {"id": "msg_unknown", "type": "message", "role": "assistant", "content": [], "model": "unknown",
+             "stop_reason": None, "stop_sequence": None, "usage": {"input_tokens": 0, "output_tokens": 0}}
+
+
 class MessageAccumulator:
     """Messages API events in, the message out: exactly the dict a non-streamed call returns.
 
@@ -238,6 +247,8 @@ class MessageAccumulator:
     out of order or of the wrong shape raise MalformedResponseError; an `error` event raises
     the typed error a non-streamed call would (OverloadedError for `overloaded_error`, ...).
     `ping` and event or delta types this code does not know are ignored, as the API asks.
+    One deviation of a real server is accepted and listed in `deviations`: a stream that
+    begins with `content_block_start`, without `message_start` (llama.cpp's, see UNSTARTED).
 
     A tool call whose JSON never completed (cut off by `max_tokens`) gets `input: {}`, as a
     non-streamed answer gives it, and is listed in `incomplete`, so the caller can say so
@@ -257,6 +268,7 @@ class MessageAccumulator:
         self._message: dict | None = None
         self._open: dict[int, _OpenBlock] = {}
         self._delta_seen = False  # message_delta has arrived: no more blocks
+        self.deviations: list[str] = []  # what the server did that the API never does, and was accepted
 
     # The events ---------------------------------------------------------------------------
 
@@ -273,7 +285,10 @@ class MessageAccumulator:
             return None
         if self.done:
             raise self._malformed(f"{kind} after message_stop")
-        if self._message is None and kind != "message_start":
+        if self._message is None and kind == "content_block_start" and self.events == 1:
+            self._message = copy.deepcopy(UNSTARTED)  # llama.cpp's server leaves message_start out at times
+            self.deviations.append(NO_MESSAGE_START)
+        elif self._message is None and kind != "message_start":
             raise self._malformed(f"{kind} before message_start")
         handler(self, event)
         return self.message

@@ -208,6 +208,42 @@ def test_connect_live_reads_the_environment(monkeypatch, capsys):
 
 
 @both
+def test_any_providers_address_and_timeouts_come_from_the_environment(monkeypatch):
+    """A local server on another port, a slow first token: settings, not code (the llama.cpp presets too)."""
+    monkeypatch.delenv("MINIAGENT_OFFLINE", raising=False)
+    monkeypatch.setenv("MINIAGENT_BASE_URL", "http://127.0.0.1:9/v1/")
+    monkeypatch.setenv("MINIAGENT_TIMEOUT", "240")
+    monkeypatch.setenv("MINIAGENT_STREAM_TIMEOUT", "1800")
+    for provider, model in (("llamacpp", "smollm2-135m-instruct"), ("llamacpp-openai", "smollm2-135m-instruct"),
+                            ("vllm", "NousResearch/Meta-Llama-3-8B-Instruct")):
+        c = connect(provider=provider, quiet=True)
+        assert (c.mode, c.base_url, c.model, c.timeout, c.stream_timeout) == \
+            ("live", "http://127.0.0.1:9/v1", model, 240.0, 1800.0)
+    assert connect(provider="llamacpp", quiet=True, timeout=5).timeout == 5  # code wins over the environment
+    monkeypatch.setenv("MINIAGENT_TIMEOUT", "soon")
+    with pytest.raises(ValueError, match="MINIAGENT_TIMEOUT must be a positive number of seconds, got 'soon'"):
+        connect(provider="llamacpp", quiet=True)
+    monkeypatch.setenv("MINIAGENT_TIMEOUT", "0")
+    with pytest.raises(ValueError, match="MINIAGENT_TIMEOUT"):
+        connect(provider="llamacpp", quiet=True)
+
+
+@both
+def test_a_lessons_own_mock_answers_as_a_model_it_serves_whatever_miniagent_model_says(monkeypatch):
+    """Live on a local model, a cell's `connect(offline=True)` must not get the mock's 404 for that model's name."""
+    monkeypatch.setenv("ANTHROPIC_API_KEY", CANARY)
+    monkeypatch.setenv("MINIAGENT_MODEL", "llama-3.2-1b-instruct")
+    monkeypatch.delenv("MINIAGENT_OFFLINE", raising=False)
+    own = connect(offline=True, quiet=True)
+    assert own.model == client_mod.DEFAULT_MODEL
+    assert own.create([{"role": "user", "content": "hi"}])["stop_reason"] == "end_turn"
+    assert connect(offline=True, quiet=True, model="claude-haiku-4-5").model == "claude-haiku-4-5"  # asked by name
+    monkeypatch.setenv("MINIAGENT_OFFLINE", "1")  # a whole session offline: a typo in MINIAGENT_MODEL is the 404
+    with pytest.raises(client_mod.APIError, match="llama-3.2-1b-instruct"):
+        connect(quiet=True).create([{"role": "user", "content": "hi"}])
+
+
+@both
 def test_a_key_given_in_code_wins_over_the_environment_and_goes_live(monkeypatch):
     monkeypatch.delenv("MINIAGENT_OFFLINE", raising=False)
     for env_key in (None, "sk-ant-from-the-environment"):  # with and without one in the environment

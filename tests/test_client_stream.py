@@ -6,6 +6,7 @@ import json
 import socket
 import threading
 import time
+from pathlib import Path
 
 import httpx
 import pytest
@@ -278,7 +279,7 @@ def test_an_error_event_mid_stream_is_the_typed_error_and_is_not_retried():
     (cut_after(1) + encode_event({"type": "content_block_delta", "index": 4, "delta": {"type": "text_delta",
                                                                                       "text": "x"}}),
      "content_block_delta for block 4: before that block's content_block_start"),
-    (encode_event(EVENTS[2]), "content_block_start before message_start"),
+    (encode_event(EVENTS[3]), "content_block_delta before message_start"),
 ])
 @both
 def test_a_malformed_stream_is_a_typed_error_with_status_and_request_id(body, why):
@@ -505,3 +506,19 @@ def test_over_a_socket_no_first_byte_is_a_timeout_and_is_retried():
         with pytest.raises(APITimeoutError, match="no stream began within the timeout of 0.3 s"):
             client.create(HELLO, stream=True)
         assert time.monotonic() - started < 2.0 and server.requests == 2
+
+
+@both
+def test_llamacpps_stream_without_message_start_is_kept_and_says_so():
+    """llama.cpp's server (build 11434) sends no message_start when its answer begins with a character
+    split across tokens (3 of 3 Chinese answers here): these are its bytes, replayed. The message is kept,
+    with what message_start would have said unknown, and the exchange records the deviation."""
+    body = (Path(__file__).parent / "data" / "llamacpp-stream-without-message-start.sse").read_bytes()
+    assert body.startswith(b"event: content_block_start") and b"message_start" not in body
+    client, seen, _ = make(sse(body))
+    message = client.create(HELLO, stream=True)
+    assert message["stop_reason"] == "max_tokens" and message["usage"]["output_tokens"] == 12
+    assert message["content"][0]["type"] == "text" and message["content"][0]["text"].startswith("尾逐这")
+    assert message["id"] == "msg_unknown" and message["usage"]["input_tokens"] == 0
+    assert client.last.stream["deviations"] == ["the stream began without message_start (its id, model and "
+                                                "input token count are unknown)"]

@@ -539,7 +539,7 @@ def test_the_anthropic_format_is_unchanged():
 def test_every_preset_names_its_source_and_its_facts():
     for name, preset in PRESETS.items():
         assert re.match(r"https://\S+", preset.docs), name
-        assert preset.format in ("openai", "anthropic") and preset.base_url.startswith(("https://", "http://localhost"))
+        assert preset.format in ("openai", "anthropic") and preset.base_url.startswith(("https://", "http://localhost", "http://127.0.0.1"))
         assert preset.key_env is None or re.fullmatch(r"[A-Z_]+_API_KEY", preset.key_env), name
         assert not preset.base_url.endswith("/"), name
     assert {"openai", "deepseek", "qwen", "kimi", "glm", "ollama", "vllm"} <= set(PRESETS)
@@ -550,6 +550,7 @@ def test_every_preset_names_its_source_and_its_facts():
 @pytest.fixture
 def clean_env(monkeypatch):
     for var in ["MINIAGENT_OFFLINE", "MINIAGENT_PROVIDER", "MINIAGENT_MODEL", "OPENAI_BASE_URL", "ANTHROPIC_BASE_URL",
+                "MINIAGENT_BASE_URL", "MINIAGENT_TIMEOUT", "MINIAGENT_STREAM_TIMEOUT",
                 *{p.key_env for p in PRESETS.values() if p.key_env}]:
         monkeypatch.delenv(var, raising=False)
     return monkeypatch

@@ -429,7 +429,8 @@ def test_progress_says_how_far_it_got():
 
 
 OUT_OF_ORDER = {
-    "a block before message_start": ([TEXT0[0]], "content_block_start before message_start"),
+    "a delta before message_start": ([delta(0, type="text_delta", text="x")], "content_block_delta before message_start"),
+    "a block second, before message_start": ([{"type": "ping"}, TEXT0[0]], "content_block_start before message_start"),
     "message_delta before message_start": ([message_delta()], "message_delta before message_start"),
     "a second message_start": ([START, START], "a second message_start"),
     "a delta before its start": ([START, delta(0, type="text_delta", text="x")],
