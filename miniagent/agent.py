@@ -27,10 +27,11 @@ from typing import Any, Callable
 
 from miniagent import tracing
 from miniagent.client import Usage
+from miniagent.clientcore import input_billed
 from miniagent.loop import LoopResult, TextCallback, ToolUseCallback, arun_loop, run_loop
 from miniagent.messages import user
 from miniagent.tools import ToolRegistry
-from miniagent.trace import Event, Trace
+from miniagent.trace import CACHED, Event, Trace
 
 DEFAULT_SYSTEM = ("You are a helpful assistant. When a tool can answer part of the question, call it; "
                   "call independent tools together. Answer in the language of the question.")
@@ -151,9 +152,9 @@ class Agent:
             elif event["type"] == "response":
                 usage = event.get("usage") or {}
                 self.usage.add(usage)
-                self._step({"type": "usage", "iteration": event.get("iteration"),
-                            "input_tokens": usage.get("input_tokens", 0),
-                            "output_tokens": usage.get("output_tokens", 0)}, step)
+                self._step({"type": "usage", "iteration": event.get("iteration"),  # input: cached included
+                            "input_tokens": input_billed(usage), "output_tokens": usage.get("output_tokens", 0),
+                            **{k: usage[k] for k in CACHED if usage.get(k)}}, step)
 
         self._step({"type": "question", "text": question}, step)
         options = dict(tools=self.tools or None, system=self.system, policy=self.policy,

@@ -93,6 +93,14 @@ def _describe_char(char: str) -> str:
 # --- bookkeeping ----------------------------------------------------------------
 
 
+def input_billed(usage: dict) -> int:
+    """Every input token of one answer's `usage`: the API's `input_tokens` counts only those not read
+    from or written to the prompt cache, which come in `cache_read_input_tokens` and
+    `cache_creation_input_tokens` (a server that caches the prompt, llama.cpp's included, reports most
+    of a long conversation there). Summing `input_tokens` alone makes a growing prompt look flat."""
+    return sum(usage.get(key) or 0 for key in ("input_tokens", "cache_read_input_tokens", "cache_creation_input_tokens"))
+
+
 @dataclass
 class Usage:
     """Tokens spent so far, summed over every successful call."""
@@ -102,8 +110,7 @@ class Usage:
     calls: int = 0
 
     def add(self, usage: dict) -> None:
-        self.input_tokens += (usage.get("input_tokens") or 0) + (usage.get("cache_read_input_tokens") or 0) \
-            + (usage.get("cache_creation_input_tokens") or 0)
+        self.input_tokens += input_billed(usage)
         self.output_tokens += usage.get("output_tokens") or 0
         self.calls += 1
 

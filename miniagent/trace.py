@@ -129,14 +129,16 @@ class Trace:
     def summary(self) -> dict[str, Any]:
         """The numbers to look at first: model calls, tool calls, failures, tokens, wall time."""
         usage = self.of_type("usage")
-        tokens_in = sum(e.get("input_tokens", 0) for e in usage)
+        tokens_in = sum(e.get("input_tokens", 0) for e in usage)  # cached input included (clientcore.input_billed)
         tokens_out = sum(e.get("output_tokens", 0) for e in usage)
+        cached = {key: sum(e.get(key, 0) for e in usage) for key in CACHED}
         return {
             "model_calls": len(self.of_type("request")),
             "tool_calls": len(self.of_type("tool_call")),
             "tool_errors": sum(1 for e in self.of_type("tool_result") if e.get("is_error")),
             "api_errors": len(self.of_type("error")),
             "input_tokens": tokens_in,
+            **{key: count for key, count in cached.items() if count},  # the part of input_tokens that was cached
             "output_tokens": tokens_out,
             "total_tokens": tokens_in + tokens_out,
             "wall_seconds": self.events[-1].get("elapsed", 0.0) if self.events else 0.0,
@@ -159,6 +161,11 @@ class Trace:
         return "\n".join(lines)
 
 
+# A usage event's input_tokens counts every input token; these say how many of them the prompt cache
+# served (read) or stored (written), when any were.
+CACHED = ("cache_read_input_tokens", "cache_creation_input_tokens")
+
+
 # --- what a trace may hold ------------------------------------------------------------
 
 
@@ -167,7 +174,7 @@ def event_problem(event: Any) -> str | None:
     if not isinstance(event, dict) or not isinstance(event.get("type"), str):
         return "an event is a dict with a string 'type'"
     if event["type"] == "usage":
-        for key in ("input_tokens", "output_tokens"):
+        for key in ("input_tokens", "output_tokens", *CACHED):
             count = event.get(key, 0)
             if isinstance(count, bool) or not isinstance(count, int) or count < 0:
                 return f"a usage event's {key!r} must be a whole number >= 0"
@@ -289,7 +296,9 @@ def describe(event: Event) -> str:
         text = content if isinstance(content, str) else _args(content)
         return f"{event.get('name')} -> {flag}{text}"
     if kind == "usage":
-        return f"{event.get('input_tokens', 0):,} in, {event.get('output_tokens', 0):,} out"
+        read = event.get("cache_read_input_tokens", 0)
+        cached = f" ({read:,} from the cache)" if isinstance(read, int) and read else ""
+        return f"{event.get('input_tokens', 0):,} in{cached}, {event.get('output_tokens', 0):,} out"
     if kind == "error":
         return str(event.get("error", ""))
     if kind == "stop":

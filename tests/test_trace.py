@@ -9,6 +9,8 @@ from miniagent.client import Client
 from miniagent.mock import MockAPI
 from miniagent.trace import Trace, describe
 
+from agent_fakes import SYNC_ASYNC, ask, make, say, script
+
 
 class FakeClock:
     """Monotonic seconds and wall-clock time that advance only when told to."""
@@ -194,3 +196,19 @@ def test_to_jsonl_never_writes_a_key_the_environment_holds(tmp_path, monkeypatch
     assert "7f3a9c2e51" not in text and "<redacted>" in text
     assert "7f3a9c2e51" in trace.events[0]["content"]  # in memory, the event is as it came
     assert Trace.from_jsonl(tmp_path / "t.jsonl")[0]["content"] == "region=eu, api_key=<redacted>"
+
+
+@pytest.mark.parametrize("kind", SYNC_ASYNC)
+def test_input_a_cache_served_is_counted_and_said(kind):
+    """A server that caches the prompt reports most of it as cache reads: summing input_tokens alone
+    made a growing conversation look flat ([1, 15, 16, 16] live on llama.cpp)."""
+    cached = {"input_tokens": 1, "cache_read_input_tokens": 300, "cache_creation_input_tokens": 20, "output_tokens": 5}
+    agent = make(kind, script(say("first", cached), say("second", {"input_tokens": 7, "output_tokens": 3})))
+    ask(agent, "one")
+    first = agent.trace.summary()
+    assert first["input_tokens"] == 321 and first["cache_read_input_tokens"] == 300
+    assert first["cache_creation_input_tokens"] == 20 and agent.usage.input_tokens == 321
+    assert "321 in (300 from the cache), 5 out" in agent.trace.table()
+    agent.trace.clear()
+    ask(agent, "two")
+    assert agent.trace.summary()["input_tokens"] == 7 and "cache_read_input_tokens" not in agent.trace.summary()
