@@ -199,6 +199,12 @@ class ClientCore:
     def headers(self) -> dict[str, str]:
         return self.format.headers(self._api_key, self.api_version)
 
+    def endpoint(self) -> tuple[str, dict[str, str]]:
+        """(URL, headers) for a call written by hand: this connection's chat endpoint (its base URL and
+        its format's path: /v1/messages, or /chat/completions for Chat Completions) and the headers
+        the client itself sends (the preset's auth header with its key, the version, the type)."""
+        return self.base_url + self.format.path, self.headers()
+
     def body(self, messages: list[dict], *, system: str | list | None = None, tools: list[dict] | None = None,
              tool_choice: dict | None = None, max_tokens: int | None = None,
              stop_sequences: list[str] | None = None, model: str | None = None, **extra: Any) -> dict:

@@ -40,6 +40,11 @@ def make(replies, **kwargs):
     return c, seen, sleeps
 
 
+OPENAI_OK = {"id": "chatcmpl-1", "object": "chat.completion", "created": 1, "model": "m",
+             "choices": [{"index": 0, "message": {"role": "assistant", "content": "hi"}, "finish_reason": "stop"}],
+             "usage": {"prompt_tokens": 3, "completion_tokens": 1, "total_tokens": 4}}
+
+
 @both
 def test_request_body_and_headers():
     c, seen, _ = make([httpx.Response(200, json=OK)], model="claude-x", max_tokens=77)
@@ -49,6 +54,23 @@ def test_request_body_and_headers():
     assert req.headers["x-api-key"] == CANARY
     assert req.headers["anthropic-version"] == "2023-06-01"
     assert json.loads(req.content) == {"model": "claude-x", "max_tokens": 77, "messages": HELLO, "system": "be brief"}
+
+
+@pytest.mark.parametrize("preset", ["anthropic", "deepseek-anthropic", "deepseek"])
+def test_endpoint_is_where_and_how_the_client_itself_sends(preset):
+    from miniagent import providers
+
+    format = providers.preset(preset).wire_format()
+    seen = []
+    c = Client(api_key=CANARY, base_url="https://api.test/v1" if format.name == "openai" else "https://api.test/",
+               format=format, transport=httpx.MockTransport(lambda r: seen.append(r) or httpx.Response(
+                   200, json=OK if format.name == "anthropic" else OPENAI_OK)))
+    url, headers = c.endpoint()
+    c.create(HELLO)
+    assert url == str(seen[0].url) == {"anthropic": "https://api.test/v1/messages",
+                                       "openai": "https://api.test/v1/chat/completions"}[format.name]
+    assert headers.items() <= dict(seen[0].headers).items()
+    assert CANARY in (headers.get("x-api-key") or headers["authorization"])
 
 
 def test_optional_fields_left_out_when_unset():

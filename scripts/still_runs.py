@@ -1,0 +1,277 @@
+"""Does every notebook still run on every backend? Run them, and write the ledger that says so.
+
+    python scripts/still_runs.py run llamacpp                 # every notebook, live on the local model
+    python scripts/still_runs.py run as-deepseek --notebooks 00,01,05
+    python scripts/still_runs.py run all-presets              # the mock posing as each provider preset
+    python scripts/still_runs.py ledger                       # docs/still-runs.md from docs/still-runs/*.json
+    python scripts/still_runs.py backends                     # the backends and what each one is
+    MINIAGENT_LOCAL_PORT=8080 python scripts/still_runs.py run llamacpp --notebooks 02   # a server already up
+
+The saved outputs are made offline and nbval compares them, so a live run cannot be
+compared; what it can show is that nothing breaks. A run executes each notebook top to
+bottom in a fresh kernel, as a learner would with the backend's settings, and records
+for each: clean, or which cells raised and what (cells tagged `raises-exception` may);
+whether it said the mode it ran in; its seconds; and that no API key appears in any
+output. Each backend's results go to docs/still-runs/BACKEND.json, with the versions it
+used; `ledger` joins them into one dated table, notebook by backend.
+
+Backends:
+- `mock`: offline, the mock in-process (what `make test` checks output by output);
+- `mock-http`: live code paths against the mock over HTTP, a fifth of its answers 429 or 529;
+- `as-PRESET` (every preset of `miniagent.providers.PRESETS` but the local servers): the mock
+  over HTTP posing as that provider, with its model name and its auth header, at its path
+  (/v1/messages or /v1/chat/completions), so every preset's route is proven offline;
+- `llamacpp`, `llamacpp-openai`: a real model, SmolLM2-135M served by llama.cpp
+  (scripts/local_model.py), over the Messages API and over Chat Completions;
+- `anthropic`, `deepseek`: the real APIs, when ANTHROPIC_API_KEY / DEEPSEEK_API_KEY is set.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import datetime
+import json
+import os
+import platform
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Iterator
+
+ROOT = Path(__file__).resolve().parent.parent
+RESULTS = ROOT / "docs" / "still-runs"
+LEDGER = ROOT / "docs" / "still-runs.md"
+CANARY = "sk-still-runs-canary-0123456789abcdef"  # the key every mock-backed run uses: it must appear nowhere
+CELL_SECONDS = 900  # one cell, at most: a local model on a loaded CI machine is slow, not broken
+sys.path.insert(0, str(ROOT / "scripts"))
+
+
+# --- the backends ---------------------------------------------------------------------------------
+
+
+def presets() -> dict:
+    from miniagent.providers import PRESETS
+
+    return PRESETS
+
+
+def backends() -> dict[str, str]:
+    """Every backend's name, and what it is."""
+    found = {"mock": "the mock, in-process (offline)",
+             "mock-http": "the mock over HTTP, a fifth of its answers 429 or 529 (live code paths)"}
+    for name, preset in presets().items():
+        if not name.startswith(("llamacpp", "ollama", "vllm")):
+            found[f"as-{name}"] = f"the mock posing as {name} ({'Messages' if preset.format == 'anthropic' else 'Chat Completions'}, model {preset.model or 'default'})"
+    found["llamacpp"] = "SmolLM2-135M on llama.cpp's server, the Messages API"
+    found["llamacpp-openai"] = "SmolLM2-135M on llama.cpp's server, Chat Completions"
+    found["anthropic"] = "the Anthropic API (needs ANTHROPIC_API_KEY)"
+    found["deepseek"] = "DeepSeek's Anthropic-compatible API (needs DEEPSEEK_API_KEY)"
+    return found
+
+
+def _key_free_environment() -> dict[str, str]:
+    """Ours, without any provider's key, address or choice: each backend says its own."""
+    names = {p.key_env for p in presets().values() if p.key_env} | {p.base_env for p in presets().values() if p.base_env}
+    names |= {"MINIAGENT_OFFLINE", "MINIAGENT_PROVIDER", "MINIAGENT_MODEL", "MINIAGENT_BASE_URL"}
+    return {k: v for k, v in os.environ.items() if k not in names}
+
+
+@contextlib.contextmanager
+def backend(name: str) -> Iterator[tuple[dict[str, str], dict]]:
+    """(the environment the notebooks run with, what was used) while the backend is up."""
+    from miniagent.mock import serve_in_subprocess
+
+    env = _key_free_environment() | {"MPLBACKEND": "Agg"}
+    if name == "mock":
+        yield env | {"MINIAGENT_OFFLINE": "1"}, {"mode": "offline"}
+        return
+    if name == "mock-http" or name.startswith("as-"):
+        preset_name = name[3:] if name.startswith("as-") else "anthropic"
+        preset = presets()[preset_name]
+        args = ["--flaky", "0.2", "--seed", "8"] if name == "mock-http" else []
+        if preset.model:
+            args += ["--model", preset.model]
+        server, url = serve_in_subprocess(*args)
+        try:
+            base = url + ("/v1" if preset.format == "openai" else "")
+            env |= {"MINIAGENT_PROVIDER": preset_name, "MINIAGENT_BASE_URL": base}
+            if preset.key_env:
+                env[preset.key_env] = CANARY
+            yield env, {"mode": "live", "server": "python -m miniagent.mock " + " ".join(args), "base_url": base}
+        finally:
+            server.terminate()
+            server.wait(10)
+        return
+    if name in ("llamacpp", "llamacpp-openai"):
+        import local_model
+
+        wire = "openai" if name.endswith("openai") else "anthropic"
+        running = os.environ.get("MINIAGENT_LOCAL_PORT", "").strip()  # a server already up (`local_model.py serve`)
+        serving = contextlib.nullcontext(int(running)) if running else local_model.serving(log=RESULTS / f"{name}.server.log")
+        with serving as port:
+            yield env | local_model.settings(port, wire), {
+                "mode": "live", "model": local_model.MODEL_LABEL, "server": f"llama.cpp {local_model.build_key()}"}
+        return
+    if name in ("anthropic", "deepseek"):
+        key_env = "ANTHROPIC_API_KEY" if name == "anthropic" else "DEEPSEEK_API_KEY"
+        if not os.environ.get(key_env):
+            raise SystemExit(f"still_runs: the {name} backend needs {key_env}")
+        yield env | {key_env: os.environ[key_env]} | ({"MINIAGENT_PROVIDER": "deepseek-anthropic"}
+                                                     if name == "deepseek" else {}), {"mode": "live"}
+        return
+    raise SystemExit(f"still_runs: unknown backend {name!r}; the backends: {', '.join(backends())}")
+
+
+# --- running the notebooks --------------------------------------------------------------------------
+
+
+def notebooks(chosen: str | None) -> list[Path]:
+    paths = sorted((ROOT / "notebooks").glob("[0-9]*.ipynb"))
+    if chosen:
+        wanted = {n.strip().zfill(2) for n in chosen.split(",")}
+        paths = [p for p in paths if p.name[:2] in wanted]
+    return paths
+
+
+def run_notebook(path: Path, env: dict[str, str], secret: str | None) -> dict:
+    """Execute one notebook in a fresh kernel with `env`; what happened."""
+    import nbformat
+    from nbconvert.preprocessors import ExecutePreprocessor
+
+    nb = nbformat.read(path, as_version=4)
+    saved = dict(os.environ)
+    os.environ.clear()
+    os.environ.update(env)  # the kernel inherits the environment of this process
+    started = time.monotonic()
+    try:
+        ExecutePreprocessor(timeout=CELL_SECONDS, kernel_name="python3", allow_errors=True,
+                            extra_arguments=["--IPKernelApp.log_level=ERROR"]).preprocess(
+            nb, {"metadata": {"path": str(path.parent)}})
+        crashed = None
+    except Exception as exc:  # noqa: BLE001 - a dead kernel or a cell past its time: that is the finding
+        crashed = f"{type(exc).__name__}: {str(exc).splitlines()[0][:300] if str(exc) else ''}"
+    finally:
+        os.environ.clear()
+        os.environ.update(saved)
+    seconds = time.monotonic() - started
+    failures, text = [], nbformat.writes(nb)
+    code_cells = [c for c in nb.cells if c.cell_type == "code"]
+    for number, cell in enumerate(code_cells, 1):
+        allowed = "raises-exception" in cell.metadata.get("tags", [])
+        for out in cell.get("outputs", []):
+            if out.output_type == "error" and not allowed:
+                failures.append({"cell": number, "error": f"{out.ename}: {out.evalue.splitlines()[0][:300] if out.evalue else ''}"})
+    if crashed:
+        failures.append({"cell": None, "error": crashed})
+    first = next((o.text for c in code_cells for o in c.get("outputs", []) if o.output_type == "stream"), "")
+    said = first.splitlines()[0] if first else ""
+    leaked = bool(secret) and secret in text
+    if leaked:
+        failures.append({"cell": None, "error": "the API key appears in an output"})
+    return {"notebook": path.name, "clean": not failures, "failures": failures, "seconds": round(seconds, 1),
+            "mode_line": said[:200]}
+
+
+def versions(used: dict) -> dict:
+    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True).stdout.strip()
+    return {**used, "miniagent": commit or "?", "python": platform.python_version(),
+            "date": datetime.date.today().isoformat(), "machine": f"{platform.machine()}, {os.cpu_count()} cores"}
+
+
+def run(name: str, chosen: str | None) -> bool:
+    RESULTS.mkdir(parents=True, exist_ok=True)
+    paths = notebooks(chosen)
+    with backend(name) as (env, used):
+        secret = CANARY if name == "mock-http" or name.startswith("as-") else next(
+            (env[k] for k in ("ANTHROPIC_API_KEY", "DEEPSEEK_API_KEY") if env.get(k)), None)
+        results = []
+        print(f"still_runs: {len(paths)} notebooks on {name} ({backends().get(name, name)})", flush=True)
+        for i, path in enumerate(paths, 1):
+            result = run_notebook(path, env, secret)
+            results.append(result)
+            state = "clean" if result["clean"] else f"{len(result['failures'])} failure(s)"
+            print(f"  [{i}/{len(paths)}] {path.name}: {state} in {result['seconds']:.0f} s", flush=True)
+            for failure in result["failures"]:
+                print(f"        cell {failure['cell']}: {failure['error']}", flush=True)
+    record = {"backend": name, "what": backends().get(name, name), "versions": versions(used), "results": results}
+    out = RESULTS / f"{name}.json"
+    if chosen and out.exists():  # a partial run updates the notebooks it ran, keeps the others
+        old = json.loads(out.read_text())
+        ran = {r["notebook"] for r in results}
+        record["results"] = sorted([r for r in old["results"] if r["notebook"] not in ran] + results,
+                                   key=lambda r: r["notebook"])
+    out.write_text(json.dumps(record, indent=1, ensure_ascii=False) + "\n")
+    clean = all(r["clean"] for r in results)
+    print(f"still_runs: {name}: {'every notebook ran clean' if clean else 'some notebooks failed'} ({out.relative_to(ROOT)})")
+    return clean
+
+
+# --- the ledger ---------------------------------------------------------------------------------------
+
+
+def ledger() -> str:
+    records = [json.loads(p.read_text()) for p in sorted(RESULTS.glob("*.json"))]
+    order = list(backends())
+    records.sort(key=lambda r: order.index(r["backend"]) if r["backend"] in order else len(order))
+    names = sorted({r["notebook"][:2] for rec in records for r in rec["results"]} |
+                   {p.name[:2] for p in notebooks(None)})
+    lines = ["# Still runs: every notebook on every backend", "",
+             "Generated by `python scripts/still_runs.py ledger` from the runs in `docs/still-runs/`; each run",
+             "executes the notebooks top to bottom in a fresh kernel with that backend's settings. ✓ clean,",
+             "✗ a cell raised (listed below), · not run on that backend. Offline, `make test` also compares",
+             "every output with the saved one; live, a run can only show that nothing breaks.", "",
+             "| backend | " + " | ".join(names) + " | date | versions |",
+             "|---|" + "---|" * len(names) + "---|---|"]
+    details = []
+    for rec in records:
+        by = {r["notebook"][:2]: r for r in rec["results"]}
+        marks = []
+        for n in names:
+            r = by.get(n)
+            marks.append("·" if r is None else "✓" if r["clean"] else "✗")
+            if r is not None and not r["clean"]:
+                for f in r["failures"]:
+                    details.append(f"- {rec['backend']}, {r['notebook']}, cell {f['cell']}: `{f['error'][:200]}`")
+        v = rec["versions"]
+        used = ", ".join(str(v[k]) for k in ("model", "server") if v.get(k)) or v.get("mode", "")
+        seconds = sum(r["seconds"] for r in rec["results"])
+        lines.append(f"| `{rec['backend']}` ({rec['what']}) | " + " | ".join(marks) +
+                     f" | {v['date']} | miniagent {v['miniagent']}, Python {v['python']}; {used}; {seconds:.0f} s |")
+    if details:
+        lines += ["", "## What failed", "", *details]
+    seconds_of = {rec["backend"]: {r["notebook"][:2]: r["seconds"] for r in rec["results"]} for rec in records}
+    lines += ["", "## Seconds per notebook", "", "| backend | " + " | ".join(names) + " |",
+              "|---|" + "---|" * len(names)]
+    for rec in records:
+        row = seconds_of[rec["backend"]]
+        lines.append(f"| `{rec['backend']}` | " + " | ".join(f"{row[n]:.0f}" if n in row else "·" for n in names) + " |")
+    return "\n".join(lines) + "\n"
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python scripts/still_runs.py", description=__doc__.split("\n\n")[0])
+    verbs = parser.add_subparsers(dest="verb", required=True)
+    one = verbs.add_parser("run", help="run the notebooks on a backend (or all-presets)")
+    one.add_argument("backend")
+    one.add_argument("--notebooks", help="which, by number: 00,01,05 (default: all)")
+    verbs.add_parser("ledger", help=f"write {LEDGER.relative_to(ROOT)} from the recorded runs")
+    verbs.add_parser("backends", help="list the backends")
+    args = parser.parse_args(argv)
+    if args.verb == "backends":
+        for name, what in backends().items():
+            print(f"{name:24} {what}")
+        return 0
+    if args.verb == "ledger":
+        LEDGER.parent.mkdir(parents=True, exist_ok=True)
+        LEDGER.write_text(ledger())
+        print(f"still_runs: wrote {LEDGER.relative_to(ROOT)}")
+        return 0
+    chosen = [b for b in backends() if b.startswith("as-")] if args.backend == "all-presets" else [args.backend]
+    clean = [run(name, args.notebooks) for name in chosen]
+    return 0 if all(clean) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
