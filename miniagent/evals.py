@@ -34,6 +34,7 @@ import argparse
 import dataclasses
 import json
 import re
+import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -194,8 +195,10 @@ class Report:
         return compare(self, other)
 
 
-def run(config: Config | tuple[str, Any], tasks: list[dict] | None = None, client: Any = None) -> Report:
-    """Run every task, each with a fresh agent of `config`, and grade it. `client` defaults to `connect()`."""
+def run(config: Config | tuple[str, Any], tasks: list[dict] | None = None, client: Any = None,
+        progress: Callable[[int, int, "Row"], Any] | None = None) -> Report:
+    """Run every task, each with a fresh agent of `config`, and grade it. `client` defaults to `connect()`.
+    `progress(done, total, row)` is called after each task (the command line prints a line per task)."""
     from miniagent.prices import cost
     if not isinstance(config, Config):
         config = Config(*config)
@@ -203,7 +206,8 @@ def run(config: Config | tuple[str, Any], tasks: list[dict] | None = None, clien
         from miniagent.client import connect
         client = connect(quiet=True)
     rows, models = [], set()
-    for task in load_tasks() if tasks is None else tasks:
+    tasks = load_tasks() if tasks is None else tasks
+    for task in tasks:
         agent = config.agent(client)
         model = agent.create.get("model") or client.model
         models.add(model)
@@ -219,6 +223,8 @@ def run(config: Config | tuple[str, Any], tasks: list[dict] | None = None, clien
         reasons = grade(task, calls, text, usage.input_tokens, usage.output_tokens, usage.calls, stop)
         rows.append(Row(task["id"], not reasons, reasons, usage.input_tokens, usage.output_tokens,
                         None if None in prices else sum(prices), seconds, usage.calls, calls, text))
+        if progress:
+            progress(len(rows), len(tasks), rows[-1])
     return Report(config.name, ", ".join(sorted(models)) or client.model, rows)
 
 
@@ -271,7 +277,17 @@ def main(argv: list[str] | None = None) -> int:
     client = connect(quiet=True)
     print(f"model: {client.model} ({getattr(client, 'mode', '?')})\n")
     tasks = load_tasks(args.tasks)
-    reports = [run(CONFIGS[name], tasks, client) for name in args.config or ["precise", "vague"]]
+    names = args.config or ["precise", "vague"]
+    started, total = time.monotonic(), len(tasks) * len(names)
+    reports = []
+    for number, name in enumerate(names):
+        def shown(done: int, of: int, row: Row, name: str = name, before: int = number * len(tasks)) -> None:
+            finished = before + done
+            left = (time.monotonic() - started) / finished * (total - finished)
+            print(f"  [{finished}/{total}] {name}: {row.id} {'pass' if row.passed else 'FAIL'} in {row.seconds:.1f} s"
+                  + (f", about {left:.0f} s left" if finished < total else ""), file=sys.stderr, flush=True)
+        reports.append(run(CONFIGS[name], tasks, client, progress=shown))
+    print(file=sys.stderr)
     for report in reports:
         print(report.table(), end="\n\n")
     if len(reports) >= 2:

@@ -101,8 +101,13 @@ def test_the_cli_prints_both_tables_and_the_comparison(capsys, monkeypatch, tmp_
     suite.write_text(json.dumps({"tasks": evals.load_tasks()[:3]}), encoding="utf-8")
     chart = tmp_path / "evals.png"
     assert evals.main(["--tasks", str(suite), "--plot", str(chart)]) == 0
-    out = capsys.readouterr().out
+    printed = capsys.readouterr()
+    out = printed.out
     assert "precise (claude-" in out and "vague (claude-" in out and "pass rate" in out
+    progress = printed.err.splitlines()  # a line per task as it ends, apart from the tables
+    ids = [t["id"] for t in evals.load_tasks()[:3]]
+    assert [line.split("]")[0].strip() for line in progress if line] == [f"[{n}/6" for n in range(1, 7)]
+    assert ids[0] in progress[0] and "vague" in progress[3] and "left" in progress[0] and "left" not in progress[5]
     assert chart.stat().st_size > 1000
     assert evals.main(["--tasks", str(suite), "--config", "vague"]) == 0
     out = capsys.readouterr().out
