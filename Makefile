@@ -30,12 +30,12 @@ setup: $(STAMP)  ## create .venv and install requirements.txt + the package
 # uv installs the stack in seconds; plain pip is the fallback.
 $(STAMP): requirements.txt pyproject.toml
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
-	@echo "Installing into $(VENV) (first run only)..."
+	@echo "Installing into $(VENV) (first run only: about 700 MB, a minute with uv)..."
 	@if $(PY) -m pip install -q --disable-pip-version-check uv >/dev/null 2>&1 && $(VENV)/bin/uv --version >/dev/null 2>&1; then \
-		$(VENV)/bin/uv pip install -q --python $(PY) -r requirements.txt -e . ; \
+		$(VENV)/bin/uv pip install --python $(PY) -r requirements.txt -e . ; \
 	else \
 		echo "uv unavailable; using pip (slower)"; \
-		$(PY) -m pip install -q -r requirements.txt -e . ; \
+		$(PY) -m pip install --progress-bar on -r requirements.txt -e . ; \
 	fi
 	@touch $(STAMP)
 

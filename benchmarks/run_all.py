@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import importlib
 import sys
+import time
 from pathlib import Path
 
 HERE = Path(__file__).parent
@@ -30,9 +31,10 @@ def main(names: list[str]) -> int:
     sys.path.insert(0, str(HERE))
     modules = sorted(p.stem for p in HERE.glob("bench_*.py"))
     checked, failures = 0, []
-    for name in modules:
-        if names and not any(n in name for n in names):
-            continue
+    chosen = [name for name in modules if not names or any(n in name for n in names)]
+    started = time.monotonic()
+    for number, name in enumerate(chosen, 1):
+        print(f"[{number}/{len(chosen)}] {name} (after {time.monotonic() - started:.0f} s)...", file=sys.stderr, flush=True)
         title, rows, claims = importlib.import_module(name).run()
         print(f"\n## {title}\n\n{table(rows)}\n\nclaims:")
         for claim in claims:

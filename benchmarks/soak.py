@@ -456,13 +456,14 @@ def run_soak(runs: int = DEFAULT_RUNS, *, seed: int = 0, seconds: float = DEFAUL
              workers: int = DEFAULT_WORKERS, questions: Sequence[str] = QUESTIONS, kinds: Sequence[str] = KINDS,
              counts: Sequence[int] = fault_counts(2), canary: str | None = None,
              expected: Sequence[str | None] | None = None, create: dict | None = None,
-             max_sleep: float = MAX_SLEEP, only: int | None = None) -> Report:
+             max_sleep: float = MAX_SLEEP, only: int | None = None, progress: bool = False) -> Report:
     """The soak: clean runs first, then `runs` faulted runs on `workers` threads, all checked.
 
     For tests: `expected` replaces the clean answers (a wrong one must be caught), `counts` the
     numbers of faults in a row to draw from (3 exhausts the client's 2 retries), `create` extra
     request fields (an invalid one must be caught as 400s), `canary` the key (put it in a question
-    and the trace holds it: a leak), `only` one run to replay.
+    and the trace holds it: a leak), `only` one run to replay. `progress`: a line on stderr every
+    tenth of the runs (how many, the seconds so far, about how many are left).
     """
     canary = canary or "sk-ant-api03-CANARY-" + secrets.token_hex(20)  # made here, so no source line holds it
     report = Report(seed, 1 if only is not None else runs, load=_load())
@@ -488,6 +489,15 @@ def run_soak(runs: int = DEFAULT_RUNS, *, seed: int = 0, seconds: float = DEFAUL
             indices = [only] if only is not None else list(range(runs))
             results: list[RunResult | None] = [None] * len(indices)
             lock, cursor, stop_at = threading.Lock(), iter(range(len(indices))), started + seconds
+            done, every = [0], max(1, len(indices) // 10)
+
+            def count_one() -> None:  # called under the lock
+                done[0] += 1
+                if progress and (done[0] % every == 0 or done[0] == len(indices)):
+                    spent = time.perf_counter() - started
+                    left = spent / done[0] * (len(indices) - done[0])
+                    print(f"soak: {done[0]:,}/{len(indices):,} runs in {spent:.0f} s"
+                          + (f", about {left:.0f} s left" if done[0] < len(indices) else ""), file=saved_err, flush=True)
 
             def work(worker: int) -> None:
                 while True:
@@ -503,6 +513,8 @@ def run_soak(runs: int = DEFAULT_RUNS, *, seed: int = 0, seconds: float = DEFAUL
                     results[k] = one_run(plan, base_url=base_url, canary=canary, questions=questions,
                                          expected=want, watch=watch, trace_file=folder / f"trace-{worker}.jsonl",
                                          max_sleep=max_sleep, create=create)
+                    with lock:
+                        count_one()
 
             threads = [threading.Thread(target=work, args=(w,), name=f"soak-{w}")
                        for w in range(max(1, min(workers, len(indices))))]
@@ -610,7 +622,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.runs < 1 or args.seconds <= 0 or args.workers < 1 or args.max_in_a_row < 0 or args.max_sleep < 0:
         parser.error("--runs, --seconds and --workers must be positive, --max-in-a-row and --max-sleep at least 0")
     report = run_soak(args.runs, seed=args.seed, seconds=args.seconds, workers=args.workers,
-                      counts=fault_counts(args.max_in_a_row), max_sleep=args.max_sleep, only=args.only)
+                      counts=fault_counts(args.max_in_a_row), max_sleep=args.max_sleep, only=args.only,
+                      progress=True)
     if args.only is not None:
         for result in report.results:
             print(result.plan.describe())

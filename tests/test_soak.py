@@ -78,5 +78,8 @@ def test_a_key_in_what_the_agent_keeps_is_a_leak():
 
 def test_the_command_line_runs_a_short_soak_and_says_ok(capsys):
     assert soak.main(["--runs", "8", "--seed", "9", "--workers", "2"]) == 0
-    out = capsys.readouterr().out
-    assert "canary leaks" in out and "runs/s" in out and out.rstrip().endswith("soak: ok")
+    printed = capsys.readouterr()
+    assert "canary leaks" in printed.out and "runs/s" in printed.out and printed.out.rstrip().endswith("soak: ok")
+    progress = [line for line in printed.err.splitlines() if line.startswith("soak: ")]  # a line per run of 8
+    assert [line.split(" runs")[0] for line in progress] == [f"soak: {n}/8" for n in range(1, 9)]
+    assert "left" in progress[0] and "left" not in progress[-1]
