@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from miniagent.builtin_tools import calculate, get_weather
+from miniagent.clientcore import input_billed
 from miniagent.context import (Compose, NaiveWindow, Policy, SlidingWindow, StructuredMemory, Summarize,
                                SummarizeToolResults, TokenBudget, TruncateToolResults)
 from miniagent.loop import run_loop
@@ -136,7 +137,7 @@ class Session:
 
     policy: Any
     turns: int                                             # questions the session was to ask
-    per_call: list[int] = field(default_factory=list)      # input tokens of each call the loop made
+    per_call: list[int] = field(default_factory=list)      # input tokens of each call the loop made, cached included
     turn_of_call: list[int] = field(default_factory=list)  # the turn each of those calls belongs to
     history: list[dict] = field(default_factory=list)      # the full history the agent kept
     answer: str = ""                                       # the answer to the last question
@@ -199,7 +200,7 @@ def run_session(client: Any, policy: Any = None, turns: int = TURNS) -> Session:
 
     def record(event: dict) -> None:
         if event["type"] == "response":
-            session.per_call.append((event["usage"] or {}).get("input_tokens", 0))
+            session.per_call.append(input_billed(event["usage"] or {}))  # a prompt cache's part counts too
             session.turn_of_call.append(turn)
 
     for turn, question in enumerate(questions(turns), 1):

@@ -231,8 +231,8 @@ def check_04_3(my_policy: Any, run_session: Callable[[Any], Any], measured: Any,
     them, `.unfinished` and `.policy`.
     """
     if my_policy is None:
-        not_yet("my_policy is still None: make a policy, e.g. Compose(TruncateToolResults(...), Summarize(llm, ...))",
-                zh="my_policy 还是 None：创建一个策略，比如 Compose(TruncateToolResults(...), Summarize(llm, ...))")
+        not_yet("my_policy is still None: make a policy, e.g. Compose(TruncateToolResults(...), Summarize(practice, ...))",
+                zh="my_policy 还是 None：创建一个策略，比如 Compose(TruncateToolResults(...), Summarize(practice, ...))")
     if isinstance(my_policy, type):
         wrong_kind(f"my_policy is the class {my_policy.__name__}; make one: {my_policy.__name__}(...)",
                    zh=f"my_policy 是类 {my_policy.__name__}；要创建一个实例：{my_policy.__name__}(...)")
