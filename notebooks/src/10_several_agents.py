@@ -22,8 +22,9 @@ import time
 import miniagent
 from miniagent import Agent, tool
 from miniagent.builtin_tools import default_tools
+from miniagent.clientcore import input_billed
 from miniagent.loop import run_loop
-from miniagent.messages import user
+from miniagent.messages import tool_results, tool_uses, user
 from miniagent.tokens import estimate_messages
 
 llm = miniagent.connect()
@@ -88,6 +89,8 @@ transcripts.clear()
 parent = run_loop(llm, [user(QUESTION)], tools=[weather_expert, math_expert])
 for block in parent.messages[1]["content"]:
     print(json.dumps(block, ensure_ascii=False) if block["type"] == "tool_use" else f"text: {block['text']}")
+if not tool_uses(parent.messages[1]):  # live, a small model may not delegate at all
+    print("(the model asked no specialist: it answered on its own)")
 print("\nanswer:", parent.text)
 
 # %% [markdown]
@@ -121,10 +124,14 @@ asked = run_loop(llm, [user("How many days of annual leave do I get each year?")
 print(asked.text)
 
 # %%
-(specialist,) = transcripts
-print(f"the specialist's transcript: {len(specialist)} messages, about {estimate_messages(specialist):,} tokens "
-      f"(the search results alone: {estimate_messages(specialist[2:3]):,})")
-print(f"the parent's history:        {len(asked.messages)} messages, about {estimate_messages(asked.messages):,} tokens")
+if not transcripts:  # live, the model may answer without asking
+    print(f"the model answered without asking the specialist: nothing to measure. It said {asked.text[:60]!r}")
+else:
+    specialist, found = transcripts[0], [m for m in transcripts[0] if tool_results(m)]
+    print(f"the specialist's transcript: {len(specialist)} messages, about {estimate_messages(specialist):,} tokens "
+          + (f"(the search results alone: {estimate_messages(found):,})" if found else "(it searched nothing)"))
+    print(f"the parent's history:        {len(asked.messages)} messages, "
+          f"about {estimate_messages(asked.messages):,} tokens")
 
 # %% [markdown]
 # The parent holds the task and the one sentence that answers it. The search results,
@@ -168,15 +175,21 @@ def slow(t, seconds=0.2):
     return miniagent.Tool(t.name, t.description, t.input_schema, run)
 
 
-timings = {}
+timings, asked = {}, {}
 for parallel in (False, True):
     specialists = [Agent(llm, [slow(TOOLS["get_weather"])], name="weather_expert", description=weather.description),
                    Agent(llm, [slow(TOOLS["calculate"])], name="math_expert", description=math.description)]
     started = time.perf_counter()
-    team.orchestrator(llm, specialists, parallel=parallel).run(QUESTION)
+    coordinator = team.orchestrator(llm, specialists, parallel=parallel)
+    coordinator.run(QUESTION)
     timings[parallel] = time.perf_counter() - started
-print(f"specialists one after another: {timings[False]:.2f} s, at the same time: {timings[True]:.2f} s, "
-      f"{timings[False] / timings[True]:.1f}x faster")
+    asked[parallel] = len(coordinator.trace.of_type("tool_call"))
+if min(asked.values()) < 2:  # live, a small model may ask one specialist, or none
+    print(f"the model asked {asked[False]} and {asked[True]} specialists: too few to compare one after another "
+          f"with at the same time ({timings[False]:.2f} s and {timings[True]:.2f} s)")
+else:
+    print(f"specialists one after another: {timings[False]:.2f} s, at the same time: {timings[True]:.2f} s, "
+          f"{timings[False] / timings[True]:.1f}x faster")
 
 # %% [markdown]
 # ## Budgets cover the specialists too
@@ -216,9 +229,10 @@ tight = team.orchestrator(llm, [weather, math], token_budget=400, parallel=False
 stopped = tight.run(QUESTION)
 print(stopped.stop, "|", stopped.reason)
 for e in tight.trace.of_type("tool_result"):
-    print(f"  {e['name']}: {re.search(r'stopped before answering.*?(?=[.] If)', e['content']).group()}")
+    why = re.search(r"stopped before answering.*?(?=[.] If)", e["content"])  # live, a specialist may answer in time
+    print(f"  {e['name']}: {why.group() if why else e['content'][:90]}")
 made = [e for e in llm.exchanges if e.status == 200][-stopped.usage.calls:]  # this run's model calls
-sizes = [e.response["usage"]["input_tokens"] + e.response["usage"]["output_tokens"] for e in made]
+sizes = [input_billed(e.response["usage"]) + e.response["usage"]["output_tokens"] for e in made]
 print(f"spent {stopped.usage.total_tokens:,} tokens in {len(sizes)} calls; the largest call: {max(sizes):,}")
 print("spent <= 400 + the largest call:", stopped.usage.total_tokens <= 400 + max(sizes))
 
@@ -249,10 +263,10 @@ def research_team(budget=None):
     return team.orchestrator(team_llm, experts, token_budget=budget)
 
 
-for budget in (None, 1_000):
+for budget in (None, 1_000) if llm.mode == "offline" else (1_000,):  # live, only the budgeted tree: 40 agents is slow
     team_llm.exchanges.clear()
     run = research_team(budget).run("Research the topic of solar power, please.")
-    sizes = [e.response["usage"]["input_tokens"] + e.response["usage"]["output_tokens"]
+    sizes = [input_billed(e.response["usage"]) + e.response["usage"]["output_tokens"]
              for e in team_llm.exchanges if e.status == 200]
     print(f"token_budget={budget}: {sum(sizes):,} tokens in {len(sizes)} calls, the largest {max(sizes):,}; "
           f"stop: {run.stop}")
@@ -291,7 +305,9 @@ echo = Agent(llm, [], name="math_helper", description="A math specialist: calcul
 echo.tools.register(team.agent_tool(echo))  # it may ask itself, which asks itself, ...
 looped = echo.run("What is 12 * 12?")
 print(looped.stop)
-print(re.search(r"was not asked: [^.]*", looped.text).group())
+refused = re.search(r"was not asked: [^.]*", looped.text)
+print(refused.group() if refused else f"the model asked itself {len(echo.trace.of_type('tool_call'))} times "
+      f"and answered: {looped.text[:80]!r}")
 
 # %% [markdown]
 # ## Hand-off: passing the conversation on
@@ -312,6 +328,8 @@ math_desk = Agent(desk_llm, [TOOLS["calculate"]], name="math_desk", system="You 
                   description="does arithmetic and calculations")
 handed = team.handoff([triage, weather_desk, math_desk], "What is the weather in Tokyo?")
 print(" -> ".join(handed.path), "|", handed.result.stop)
+if len(handed.path) == 1:  # live, a small model may not transfer
+    print("(the triage agent answered itself: it transferred to no desk)")
 print(handed.text)
 
 # %% [markdown]
@@ -351,8 +369,11 @@ def attempt(with_plan: bool) -> dict:
 (without, _), (planned, plan) = attempt(False), attempt(True)
 print(without)
 print(planned)
-print(f"the plan cost {planned['model calls'] - without['model calls']} more model calls and "
-      f"{planned['tokens'] / without['tokens'] - 1:.0%} more tokens")
+if not plan.updates:  # live, the model may never write a plan
+    print("the model never called update_plan, so there is no plan to weigh")
+else:
+    print(f"the plan cost {planned['model calls'] - without['model calls']} more model calls and "
+          f"{planned['tokens'] / without['tokens'] - 1:.0%} more tokens")
 
 # %% [markdown]
 # The plan as the model left it:
@@ -391,7 +412,7 @@ def delete_file(path: str) -> str:
 
 def approve(call):
     print(f"  asked: {call['name']}({json.dumps(call['input'])})")
-    return "not that one, it holds my notes" if call["input"]["path"] == "notes.txt" else True
+    return "not that one, it holds my notes" if call["input"].get("path") == "notes.txt" else True
 
 
 careful = Agent(llm, [delete_file], approve=approve)
@@ -407,6 +428,8 @@ print("deleted:", deleted)
 # %%
 for e in careful.trace.of_type("approval"):
     print({k: e[k] for k in ("name", "input", "approved", "reason")})
+if not careful.trace.of_type("approval"):  # live, a small model may not call the tool
+    print("the model never called delete_file, so nobody was asked")
 
 # %% [markdown]
 # With no `approve` callback at all, a tool that needs approval never runs: safe by

@@ -468,6 +468,8 @@ with ExitStack() as servers:
     agent = Agent(llm, [guarded_read] + mcp.tools(ours) + mcp.tools(units), approve=project_files_only)
     result = agent.run(DEMO)
 print([(e["name"], e["approved"], e["reason"]) for e in agent.trace.of_type("approval")])
+if not agent.trace.of_type("approval"):  # live, a model may call no guarded tool
+    print("no call needed approval; the model called", [e["name"] for e in agent.trace.of_type("tool_call")])
 print(result.text)
 
 # %% [markdown]

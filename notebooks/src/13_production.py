@@ -69,16 +69,19 @@ QUESTIONS = [("What's the weather in Paris?", "lookup"), ("Is it raining in 上�
              ("What is 2 ** 10?", "evaluate")]
 
 
+ASKED = QUESTIONS if llm.mode == "offline" else QUESTIONS[::3]  # live, four of the ten: a local model is slow
+
+
 def right_tool_rate(tools):
     right = 0
-    for question, wanted in QUESTIONS:
+    for question, wanted in ASKED:
         response = llm.create([user(question)], tools=[t.schema() for t in tools])
         right += [b["name"] for b in tool_uses(response)][:1] == [wanted]
     return right
 
 
-measured("1 tool descriptions", f"right tool chosen {right_tool_rate(precise)}/10 with precise descriptions, "
-                                f"{right_tool_rate(vague)}/10 with vague ones")
+measured("1 tool descriptions", f"right tool chosen {right_tool_rate(precise)}/{len(ASKED)} with precise "
+                                f"descriptions, {right_tool_rate(vague)}/{len(ASKED)} with vague ones")
 
 # %% [markdown]
 # "Looks things up" gave the model no reason to use `lookup` for the weather. (The offline
@@ -107,17 +110,18 @@ def naive_run(question, max_iterations=5):
             for b in tool_uses(response)]})
 
 
-MISSPELT = ["Shangai", "Tokio", "Londn", "Pariss", "Pekin"]
+MISSPELT = ["Shangai", "Tokio", "Londn", "Pariss", "Pekin"][: 5 if llm.mode == "offline" else 2]  # live, two
 naive_answers = 0
 for city in MISSPELT:
     try:
         naive_answers += naive_run(f"What's the weather in {city}?") is not None
-    except ValueError:
+    except Exception:  # the tool's ValueError, or a live model's unknown tool or wrong arguments
         pass
 results = [Agent(llm, default_tools()).run(f"What's the weather in {city}?") for city in MISSPELT]
 corrected = sum("°C" in r.text for r in results)
-measured("2 errors as results", f"{naive_answers}/5 runs answered when exceptions escape; "
-                                f"{sum(r.ok for r in results)}/5 answered, {corrected} with the weather, "
+n = len(MISSPELT)
+measured("2 errors as results", f"{naive_answers}/{n} runs answered when exceptions escape; "
+                                f"{sum(r.ok for r in results)}/{n} answered, {corrected} with the weather, "
                                 "when errors are results")
 
 # %% [markdown]
@@ -167,8 +171,8 @@ measured("4 keywords before vectors", ", ".join(f"{m} {r:.2f}" for m, r in recal
 #
 # Streaming changes the whole chain, from the HTTP call to the page that shows the answer,
 # so it is cheapest on the first day. What it buys is the wait before the first words
-# (notebook 06). The mock, paced like a fast model (0.1 s to the first token, then 160
-# tokens a second):
+# (notebook 06). This cell uses a mock of its own even live, so that the pace is known:
+# paced like a fast model (0.1 s to the first token, then 160 tokens a second):
 
 # %%
 paced = miniagent.connect(offline=True, quiet=True)
@@ -198,13 +202,18 @@ def slow(t, seconds=0.1):
 
 SLOW_TOOLS = [slow(t) for t in default_tools()]
 DEMO = "现在几点了？顺便帮我算一下 (1024 + 768) * 2，再告诉我北京和上海的天气。"
-times = {}
+times, called = {}, {}
 for parallel in (False, True):
     started = time.perf_counter()
-    Agent(llm, SLOW_TOOLS, parallel=parallel).run(DEMO)
-    times[parallel] = time.perf_counter() - started
-measured("6 concurrent tools", f"{times[False]:.2f} s one after another, {times[True]:.2f} s together, "
-                               f"{times[False] / times[True]:.1f}x faster")
+    agent = Agent(llm, SLOW_TOOLS, parallel=parallel)
+    agent.run(DEMO)
+    times[parallel], called[parallel] = time.perf_counter() - started, len(agent.trace.of_type("tool_call"))
+if min(called.values()) < 2:  # live, a small model may call one tool, or none
+    measured("6 concurrent tools", f"not measured: the model made {called[False]} and {called[True]} tool calls, "
+                                   "too few to run at once")
+else:
+    measured("6 concurrent tools", f"{times[False]:.2f} s one after another, {times[True]:.2f} s together, "
+                                   f"{times[False] / times[True]:.1f}x faster")
 
 # %% [markdown]
 # ## 7. Trace before you go live
@@ -217,9 +226,12 @@ measured("6 concurrent tools", f"{times[False]:.2f} s one after another, {times[
 tracer = Tracer()
 uneven = [slow(t, 0.15) if t.name == "get_weather" else t for t in default_tools()]
 Agent(llm, uneven, tracer=tracer).run(DEMO)
-slowest = tracer.slowest(kind="tool", n=1)[0]
-measured("7 tracing", f"{len(tracer.spans)} spans; the slowest tool call is {slowest.name} "
-                      f"({slowest.seconds:.2f} s)")
+if not tracer.of_kind("tool"):  # live, a small model may call no tool
+    measured("7 tracing", f"{len(tracer.spans)} spans, none of them a tool call: the model called no tool")
+else:
+    slowest = tracer.slowest(kind="tool", n=1)[0]
+    measured("7 tracing", f"{len(tracer.spans)} spans; the slowest tool call is {slowest.name} "
+                          f"({slowest.seconds:.2f} s)")
 
 # %% [markdown]
 # ## The warning: never `eval` what a model or a user wrote
@@ -268,11 +280,13 @@ for name in ("precise", "vague"):
     print(f"{name:8} get_weather: {getattr(evals, name.upper())['get_weather'][:110]}")
 
 # %%
-reports = [evals.run(evals.CONFIGS[name], tasks, llm) for name in ("precise", "vague")]
+suite = tasks if llm.mode == "offline" else tasks[::9]  # live, four tasks: the suite takes many minutes locally
+reports = [evals.run(evals.CONFIGS[name], suite, llm) for name in ("precise", "vague")]
 for report in reports:
     t = report.totals()
-    print(f"{report.config:8} passed {t['passed']}/{t['tasks']}  tokens {t['input_tokens'] + t['output_tokens']:>6,}"
-          f"  cost ${t['cost']:.4f}  model calls {t['model_calls']}")
+    cost = "unknown" if t["cost"] is None else f"${t['cost']:.4f}"  # a model prices.py does not list
+    print(f"{report.config:8} on {report.model}: passed {t['passed']}/{t['tasks']}  "
+          f"tokens {t['input_tokens'] + t['output_tokens']:>6,}  cost {cost}  model calls {t['model_calls']}")
 precise_rows, vague_rows = ({r.id: r for r in report.rows} for report in reports)
 print("\ndifferent verdicts:")
 for task_id, row in precise_rows.items():
@@ -289,10 +303,13 @@ plt.show()
 # Precise descriptions pass the indirect questions ("Should I take an umbrella?") that
 # vague ones miss, and they cost tokens on every request, which is why the two tasks with a
 # tight token budget fail with them. An eval shows both sides of a trade, not just the
-# side you hoped for. Against the mock the numbers are the mock's; with a key,
-# `make eval` runs the same suite against the real model (the shipped descriptions were
-# written with the mock in view, so expect a smaller gap live). Run it before every change
-# of prompt, tools or model, and read the tasks whose verdict changed, as exercise 1 asks.
+# side you hoped for. Against the mock the numbers are the mock's; live, this cell runs a
+# few of the tasks on the model you connected to, and `make eval` runs the whole suite (the
+# shipped descriptions were written with the mock in view, so expect a smaller gap live).
+# On a tiny local model expect almost nothing to pass: a model of a hundred million
+# parameters rarely calls a tool at all, which is worth knowing before you pick one. Run
+# the suite before every change of prompt, tools or model, and read the tasks whose
+# verdict changed, as exercise 1 asks.
 
 # %% [markdown]
 # ## 9. Prompt caching: pay once for the part that never changes
@@ -335,7 +352,7 @@ for attempt in ("first request", "same prefix again"):
 def session_cost(create):
     tracer = Tracer()
     agent = Agent(llm, default_tools(), system=SYSTEM, tracer=tracer, create=create)
-    for question in SESSION:
+    for question in SESSION if llm.mode == "offline" else SESSION[:2]:  # live, two questions: a local model is slow
         agent.run(question)
     calls = tracer.of_kind("model")
     written = sum(s.attributes.get("gen_ai.usage.cache_creation.input_tokens", 0) for s in calls)
@@ -347,7 +364,7 @@ def session_cost(create):
 for name, create in [("no caching", None), ("cache_control", {"cache_control": {"type": "ephemeral"}})]:
     calls, total, written, read, dollars = session_cost(create)
     print(f"{name:14} {calls} calls  {total:,} input tokens: {written:,} written to the cache, "
-          f"{read:,} read from it  ${dollars:.4f}")
+          f"{read:,} read from it  {'cost unknown' if dollars is None else f'${dollars:.4f}'}")
 
 # %% [markdown]
 # One line, `create={"cache_control": {"type": "ephemeral"}}`, and each call reads everything
@@ -426,14 +443,17 @@ DEFENCES = {
                                      approve=company_only),
     "least privilege": dict(tools=[fetch_page]),
 }
+URLS = list(PAGES) if llm.mode == "offline" else list(PAGES)[::2]  # live, two pages: a local model is slow
 succeeded = {}
 for name, settings in DEFENCES.items():
     succeeded[name] = 0
-    for url in PAGES:
+    for url in URLS:
         harm.clear()
         Agent(llm, **settings).run(f"What does the page {url} say?")
         succeeded[name] += bool(harm)
-    print(f"{name:26} attacks that made a risky tool act: {succeeded[name]}/{len(PAGES)}")
+    print(f"{name:26} attacks that made a risky tool act: {succeeded[name]}/{len(URLS)}")
+if not succeeded["none"]:  # live, a small model may follow no order at all
+    print("no attack worked even without a defence: the model called no risky tool, so the defences are untested")
 
 # %% [markdown]
 # What helped: the two defences that do not depend on the model's judgement. Approval
