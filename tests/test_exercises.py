@@ -887,6 +887,29 @@ def test_05_1_wrong_answers():
     wrong_kind(exercises.check_05_1(miniagent.Agent(llm), llm), "a tool")
 
 
+def test_05_1_a_live_model_that_calls_no_tool_leaves_the_grade_to_the_checks_mock(capsys):
+    weak = offline()
+    weak.mode = "live"  # as a small real model: it answers in words, whatever it is asked
+    weak.mock.script({"content": "Tokyo is a big city."}, repeat=True)
+    done(exercises.check_05_1(get_population, weak))
+    assert "live, asked 'What is the population of Tokyo?', the agent called no tool: graded on the check's own mock" \
+        in capsys.readouterr().out
+
+    @tool
+    def get_population_wordy(city: str) -> str:  # a wrong answer is still wrong on the mock
+        """Get the population of a city.
+
+        Args:
+            city: the city
+        """
+        return "a lot of people"
+    not_yet(exercises.check_05_1(get_population_wordy, weak), "answered", "return the population")
+    capsys.readouterr()
+    weak.mode = "offline"  # the mock decides only for a live model: offline, its own answer is the grade
+    not_yet(exercises.check_05_1(get_population, weak), "called no tool")
+    assert "graded on the check's own mock" not in capsys.readouterr().out
+
+
 def reference_calls_per_round(trace):
     rounds = {}
     for event in trace.of_type("tool_call"):

@@ -26,24 +26,39 @@ def check_05_1(population_tool: Any, client: Any) -> None:
         not_yet(f"default_tools() already has a tool named {learner.name!r}: give yours its own name",
                 zh=f"default_tools() 里已经有一个叫 {learner.name!r} 的工具：给你的工具另起一个名字")
     tools.register(learner)
-    agent = Agent(client, tools)
     question = "What is the population of Tokyo?"
-    _run(agent.run, question, name=_say("the agent", "Agent"), case=f"asked {question!r}",
-         case_zh=f"问它 {question!r} 时")
-    called = [e["name"] for e in agent.trace.of_type("tool_call")]
-    if learner.name not in called:
-        seen = f"called {', '.join(called)}" if called else "called no tool"
-        seen_zh = f"调用了 {', '.join(called)}" if called else "没有调用任何工具"
-        not_yet(f"asked {question!r}, the agent {seen}: do your tool's name and description say what it returns?",
-                zh=f"问 {question!r} 时，Agent {seen_zh}：你的工具的名字和描述说清楚它返回什么了吗？")
-    results = [e for e in agent.trace.of_type("tool_result") if e["name"] == learner.name]
-    content = str(results[-1].get("content", "")) if results else ""
-    if not results or results[-1].get("is_error"):
-        not_yet(f"your tool failed when the agent called it: {_clip(content, 120)}",
-                zh=f"你的工具在 Agent 调用它时出错了：{_clip(content, 120)}")
-    if not any(ch.isdigit() for ch in content):
-        not_yet(f"your tool answered {_show(content, 50)} for Tokyo: return the population, a number",
-                zh=f"你的工具对 Tokyo 的回答是 {_show(content, 50)}：应该返回人口，一个数字")
+
+    def problem(on: Any) -> tuple[str, str, str] | None:
+        """What went wrong with an agent on `on` (English, Chinese, and advice in both), or None."""
+        agent = Agent(on, tools)
+        _run(agent.run, question, name=_say("the agent", "Agent"), case=f"asked {question!r}",
+             case_zh=f"问它 {question!r} 时")
+        called = [e["name"] for e in agent.trace.of_type("tool_call")]
+        if learner.name not in called:
+            seen = f"called {', '.join(called)}" if called else "called no tool"
+            seen_zh = f"调用了 {', '.join(called)}" if called else "没有调用任何工具"
+            return (f"asked {question!r}, the agent {seen}", f"问 {question!r} 时，Agent {seen_zh}",
+                    _say(": do your tool's name and description say what it returns?",
+                         "：你的工具的名字和描述说清楚它返回什么了吗？"))
+        results = [e for e in agent.trace.of_type("tool_result") if e["name"] == learner.name]
+        content = str(results[-1].get("content", "")) if results else ""
+        if not results or results[-1].get("is_error"):
+            return (f"your tool failed when the agent called it: {_clip(content, 120)}",
+                    f"你的工具在 Agent 调用它时出错了：{_clip(content, 120)}", "")
+        if not any(ch.isdigit() for ch in content):
+            return (f"your tool answered {_show(content, 50)} for Tokyo", f"你的工具对 Tokyo 的回答是 {_show(content, 50)}",
+                    _say(": return the population, a number", "：应该返回人口，一个数字"))
+        return None
+
+    found = problem(client)
+    if found and getattr(client, "mode", None) == "live":
+        # A live model may not pick the tool (a small one rarely calls any) or may ask it oddly, which
+        # says nothing of the answer: the check's own mock, which reads names and descriptions, decides.
+        print(_say(f"(live, {found[0]}: graded on the check's own mock instead)",
+                   f"（在线时，{found[1]}：改用检查自己的 mock 来评分）"))
+        found = problem(_mock_client())
+    if found:
+        not_yet(found[0] + found[2], zh=found[1] + found[2])
 
 
 def _trace(events: list[dict]) -> Any:
