@@ -202,7 +202,7 @@ class MCPClient:
         try:
             found = self.request("server/discover", {}, timeout=self.probe_timeout)
         except MCPTimeoutError:
-            return self.initialize()
+            return self._initialize_after_silence()
         except MCPError as err:
             if err.code != UNSUPPORTED_PROTOCOL_VERSION:
                 if self._broken:  # it exited or broke the protocol: no point in a handshake
@@ -210,6 +210,21 @@ class MCPClient:
                 return self.initialize()
             supported = (err.data or {}).get("supported") if isinstance(err.data, dict) else None
             return self._choose(supported if isinstance(supported, list) else [], found=None)
+        versions = found.get("supportedVersions")
+        return self._choose(versions if isinstance(versions, list) else [], found=found)
+
+    def _initialize_after_silence(self) -> dict:
+        """The handshake, for a server that did not answer the probe in time. A modern server that was
+        only slow (starting up on a busy machine) refuses it, naming the versions it speaks: then ask
+        it again, with the request's own timeout."""
+        try:
+            return self.initialize()
+        except MCPError as err:
+            supported = (err.data or {}).get("supported") if isinstance(err.data, dict) else None
+            if err.code != UNSUPPORTED_PROTOCOL_VERSION or not isinstance(supported, list) \
+                    or not any(v in MODERN_VERSIONS for v in supported):
+                raise
+        found = self.request("server/discover", {})
         versions = found.get("supportedVersions")
         return self._choose(versions if isinstance(versions, list) else [], found=found)
 

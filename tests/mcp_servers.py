@@ -118,6 +118,17 @@ def handle(request: dict) -> None:
         return  # notifications: initialized, cancelled
     if method == "server/discover" and MODE == "silent":
         return
+    if MODE == "slow-modern" and method in ("server/discover", "initialize"):  # modern only, slow to start
+        if method == "initialize":
+            send({"jsonrpc": "2.0", "id": request["id"], "error": {
+                "code": -32022, "message": "connection is serving the 2026-07-28 protocol; the initialize handshake is not accepted",
+                "data": {"supported": ["2026-07-28"], "requested": params.get("protocolVersion")}}})
+            return
+        time.sleep(0.6)
+        result = {"resultType": "complete", "supportedVersions": ["2026-07-28"], "capabilities": {"tools": {}},
+                  "serverInfo": {"name": "test-slow-modern", "version": "1.0"}}
+        send({"jsonrpc": "2.0", "id": request["id"], "result": result})
+        return
     if method == "server/discover" and MODE == "future":
         result = {"resultType": "complete", "supportedVersions": [FUTURE], "capabilities": {"tools": {}}}
     elif method == "server/discover" and MODE == "future-error":

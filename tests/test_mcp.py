@@ -88,6 +88,13 @@ def test_a_silent_legacy_server_is_found_by_the_probe_timing_out():
         assert client.era == "legacy" and client.list_tools()
 
 
+def test_a_modern_server_too_slow_for_the_probe_is_asked_again_when_it_refuses_the_handshake():
+    # the MCP SDK's server, starting on a busy machine, answered server/discover after the probe's 3 s
+    with server("slow-modern", probe_timeout=0.2) as client:
+        assert (client.era, client.protocol_version) == ("modern", "2026-07-28")
+        assert client.server_info["serverInfo"]["name"] == "test-slow-modern" and client.list_tools()
+
+
 def test_our_server_answers_the_legacy_handshake_too():
     with MCPClient([sys.executable, "-m", "miniagent.mcp_server"]) as client:
         client.initialize()  # what a legacy-only client does
