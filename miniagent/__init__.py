@@ -57,7 +57,7 @@ _EXPORTS = {
     "SSEParser": "streaming", "ServerSentEvent": "streaming", "MessageAccumulator": "streaming",
     # messages
     "user": "messages", "assistant": "messages", "tool_result": "messages", "text_of": "messages",
-    "tool_uses": "messages", "tool_results": "messages", "conversation_error": "messages",
+    "tool_uses": "messages", "tool_results": "messages", "conversation_error": "messages", "what_it_did": "messages",
     # tools
     "tool": "tools", "Tool": "tools", "ToolRegistry": "tools",
     "default_tools": "builtin_tools",

@@ -11,6 +11,7 @@ response holds safe to keep in a history that will be sent again.
 
 from __future__ import annotations
 
+import json
 import math
 import re
 from typing import Any
@@ -72,6 +73,25 @@ def text_of(message: dict) -> str:
 def tool_uses(message: dict) -> list[dict]:
     """The `tool_use` blocks of a message or response, in order."""
     return [b for b in blocks(message.get("content")) if b.get("type") == "tool_use"]
+
+
+def what_it_did(response: dict, limit: int = 80) -> str:
+    """One line saying what a response did, for a cell whose model did not do what the lesson
+    expected (a real model, a small one most of all, often answers in words instead of calling
+    the tool): 'called get_weather {"city": "Paris"} (stop_reason tool_use)', or 'answered without
+    calling a tool (stop_reason end_turn): "Bonjour…"'. Long text is cut at `limit` characters."""
+    def clip(text: str) -> str:
+        text = " ".join(text.split())
+        return text if len(text) <= limit else text[:limit - 1] + "…"
+
+    stop = f" (stop_reason {response['stop_reason']})" if response.get("stop_reason") else ""  # a response has one
+    calls = tool_uses(response)
+    if calls:
+        named = ", ".join(f"{b.get('name')} {json.dumps(b.get('input'), ensure_ascii=False)}" for b in calls)
+        return f"called {clip(named)}{stop}"
+    text = text_of(response)
+    said = f'"{clip(text)}"' if text.strip() else "no text at all"
+    return f"answered without calling a tool{stop}: {said}"
 
 
 def tool_results(message: dict) -> list[dict]:

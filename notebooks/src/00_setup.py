@@ -113,7 +113,7 @@ print(over_http.mode, "->", miniagent.text_of(over_http.create([{"role": "user",
 import anthropic
 
 sdk = anthropic.Anthropic(base_url=url, api_key="any-key")
-reply = sdk.messages.create(model=llm.model, max_tokens=200,
+reply = sdk.messages.create(model=over_http.model, max_tokens=200,  # a model the mock serves, even live
                             messages=[{"role": "user", "content": "Hello from the official SDK!"}])
 print(type(reply).__name__, reply.stop_reason, "->", reply.content[0].text)
 server.shutdown()
