@@ -636,7 +636,8 @@ def from_environment(client_class: Callable[..., Any], mock_transport: Callable[
         where = OFFLINE_BASE_URL + ("/v1" if preset.format == "openai" else "")  # the mock's /v1/chat/completions
         client = client_class(api_key=OFFLINE_API_KEY, base_url=where, model=model, mode="offline",
                               transport=mock_transport(mock), mock=mock, **settings)
-        why = "" if env_offline or key or not needs_key else say("offline_why", key_env=key_env)
+        # a key would not make a lesson's own mock live: no hint to set one
+        why = "" if asked_offline or env_offline or key or not needs_key else say("offline_why", key_env=key_env)
         if not quiet:
             print(say("offline", label=label, model=model, why=why))
         return client

@@ -568,6 +568,13 @@ def test_connect_offline_to_a_provider(clean_env, capsys):
     assert c.format.name == "anthropic" and c.headers()["authorization"] == "Bearer mock-key"
 
 
+def test_a_lessons_own_mock_says_no_key_would_make_it_live(clean_env, capsys):
+    """`offline=True` in code stays offline whatever keys are set: its line must not say "set one to go live"."""
+    c = connect(provider="deepseek", offline=True)
+    assert capsys.readouterr().out == "offline (mock API) · deepseek · model deepseek-flash\n"
+    assert c.mode == "offline"
+
+
 def test_connect_live_to_a_provider(clean_env, capsys):
     clean_env.setenv("DEEPSEEK_API_KEY", CANARY)
     c = connect(provider="deepseek")

