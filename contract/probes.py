@@ -4,7 +4,8 @@ Each probe sends one request (or a short exchange) and *observes* the answer: th
 status, the error's type and message, and the response's shape (its keys and the
 types of their values, never the model's words). `scripts/contract.py` runs every
 probe against the mock, and, when ANTHROPIC_API_KEY is set, against the real API too,
-and prints where they differ:
+and prints where they differ (with `--llamacpp`, also llama.cpp's server, whose known
+differences are listed in the runner's LLAMACPP_KNOWN):
 
     make contract                      # offline: the mock against what each probe expects
     python scripts/contract.py --live  # also the real API (asks first; it costs a few cents)
@@ -476,6 +477,74 @@ ANSWERS = [
 ]
 
 
+# --- tool_choice, request ids, a stream in Chinese -------------------------------------------------
+
+CLOCK = {"name": "get_time", "description": "Get the current local time in a city.",
+         "input_schema": {"type": "object", "properties": {"city": {"type": "string", "description": "City name"}},
+                          "required": ["city"]}}
+ASK_TWO_CITIES = [{"role": "user", "content": "What is the weather in Paris and in London right now? "
+                                              "Use the get_weather tool once for each city."}]
+# The course's demo question: llama.cpp's server answered it in a stream without message_start 3 times of 3
+ASK_IN_CHINESE = [{"role": "user",
+                   "content": "现在几点了？顺便帮我算一下 (1024 + 768) * 2，再告诉我北京和上海的天气。"}]
+
+
+def _calls(api: Api, messages: list, tools: list, choice: dict) -> dict[str, Any]:
+    """One answer under a tool_choice: its stop reason, the tools it called, whether text came first."""
+    reply = api.send("POST", "/v1/messages", {"model": MODEL, "max_tokens": 256, "messages": messages,
+                                              "tools": tools, "tool_choice": choice})
+    seen = error(reply)
+    if reply.status == 200:
+        message = reply.json()
+        kinds = block_types(message)
+        names = [b.get("name") for b in message["content"] if b.get("type") == "tool_use"]
+        seen.update({"stop_reason": message.get("stop_reason"), "tools called": sorted(set(names)),
+                     "calls": len(names), "text before the call": bool(kinds) and kinds[0] == "text"})
+    return seen
+
+
+def _request_id(api: Api) -> dict[str, Any]:
+    reply = api.send("POST", "/v1/messages", {"model": MODEL, "max_tokens": 16, "messages": HELLO})
+    seen = error(reply)
+    rid = reply.headers.get("request-id")
+    seen["request-id"] = "req_..." if isinstance(rid, str) and rid.startswith("req_") else rid
+    return seen
+
+
+def _stream_in_chinese(api: Api) -> dict[str, Any]:
+    reply = api.send("POST", "/v1/messages", {"model": MODEL, "max_tokens": 32, "messages": ASK_IN_CHINESE,
+                                              "stream": True})
+    seen = error(reply)
+    if reply.status == 200:
+        kinds = [e.get("type") for e in reply.events if e.get("type") != "ping"]
+        seen.update({"first event": kinds[0] if kinds else None, "last event": kinds[-1] if kinds else None})
+    return seen
+
+
+TOOL_CHOICE = [
+    Probe("tool_choice tool forces that tool", lambda api: _calls(
+              api, ASK_WEATHER, [WEATHER, CLOCK], {"type": "tool", "name": "get_time"}),
+          {"status": 200, "stop_reason": "tool_use", "tools called": ["get_time"], "text before the call": False},
+          "§1.3 [P] (a forced choice prefills the turn: no text before the call)", billed=(450, 256)),
+    Probe("tool_choice any forces a call", lambda api: _calls(api, HELLO, [WEATHER], {"type": "any"}),
+          {"status": 200, "stop_reason": "tool_use", "tools called": ["get_weather"], "text before the call": False},
+          "§1.3 [P]", billed=(400, 256)),
+    Probe("tool_choice none forbids a call", lambda api: _calls(api, ASK_WEATHER, [WEATHER], {"type": "none"}),
+          {"status": 200, "tools called": [], "calls": 0}, "§1.3 [P]", billed=(400, 256)),
+    Probe("disable_parallel_tool_use", lambda api: _calls(
+              api, ASK_TWO_CITIES, [WEATHER], {"type": "any", "disable_parallel_tool_use": True}),
+          {"status": 200, "stop_reason": "tool_use", "calls": 1}, "§1.3 [P] (with any: exactly one tool_use)",
+          billed=(400, 256)),
+    Probe("a request-id header", _request_id, {"status": 200, "request-id": "req_..."}, "§1.5, §1.6 [PROBE]",
+          billed=(20, 16)),
+    Probe("a streamed answer in Chinese", _stream_in_chinese,
+          {"status": 200, "first event": "message_start", "last event": "message_stop"}, "§1.7 [P]",
+          billed=(30, 32)),
+]
+for _probe in TOOL_CHOICE:
+    _probe.group = "tool choice, request ids, streams in Chinese"
+
+
 # --- models ---------------------------------------------------------------------------------------
 
 MODEL_INFO = {"type": "model", "id": "string", "display_name": "string", "created_at": "string"}
@@ -577,7 +646,7 @@ BROWSERS = [
           "ours (§5.G: the real preflight is not documented; a live run shows it)", group="browsers"),
 ]
 
-PROBES: list[Probe] = [*VALIDATION, *ANSWERS, *MODELS, *BROWSERS]
+PROBES: list[Probe] = [*VALIDATION, *ANSWERS, *TOOL_CHOICE, *MODELS, *BROWSERS]
 
 
 @dataclass
