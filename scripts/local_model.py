@@ -227,14 +227,17 @@ def settings(port: int, wire: str = "anthropic") -> dict[str, str]:
 
 
 @contextlib.contextmanager
-def serving(port: int | None = None, *, log: Path | None = None, threads: int | None = None) -> Iterator[int]:
-    """llama-server on 127.0.0.1 while the block runs; yields its port. Always stopped afterwards."""
+def serving(port: int | None = None, *, log: Path | None = None, threads: int | None = None,
+            max_tokens: int | None = None) -> Iterator[int]:
+    """llama-server on 127.0.0.1 while the block runs; yields its port. Always stopped afterwards.
+    `max_tokens`: the server cuts every answer there, whatever a request asks (llama.cpp's -n), so a
+    model that rambles to a request's max_tokens of 1,024 costs seconds, not minutes."""
     server, weights = build_server(), fetch_model()
     port = port or free_port()
     threads = threads or max(1, (os.cpu_count() or 2))
     command = [str(server), "-m", str(weights), "--alias", MODEL_NAME, "--host", "127.0.0.1", "--port", str(port),
                "--jinja", "--chat-template-file", str(TEMPLATE), "-c", str(CONTEXT * SLOTS), "-np", str(SLOTS),
-               "-t", str(threads), "--no-repack", "--no-webui"]
+               "-t", str(threads), "--no-repack", "--no-webui"] + (["-n", str(max_tokens)] if max_tokens else [])
     log_file = open(log, "w") if log else subprocess.DEVNULL
     process = subprocess.Popen(command, stdout=log_file, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
     try:
@@ -278,6 +281,8 @@ def main(argv: list[str] | None = None) -> int:
         verb.add_argument("--format", choices=("anthropic", "openai"), default="anthropic",
                           help="the wire format miniagent is pointed at (default: the Messages API)")
         verb.add_argument("--log", type=Path, help="write the server's output to this file")
+        verb.add_argument("--max-tokens", type=int, default=0,
+                          help="cut every answer at this many tokens, whatever a request asks (default: no cut)")
         if name == "run":
             verb.add_argument("command", nargs=argparse.REMAINDER, help="-- then the command")
     args = parser.parse_args(argv)
@@ -292,7 +297,7 @@ def main(argv: list[str] | None = None) -> int:
     command = [c for c in getattr(args, "command", []) if c != "--"] if args.verb == "run" else []
     if args.verb == "run" and not command:
         parser.error("run needs a command after --")
-    with serving(args.port or None, log=args.log) as port:
+    with serving(args.port or None, log=args.log, max_tokens=args.max_tokens or None) as port:
         environment = settings(port, args.format)
         shown = " ".join(f"{k}={v}" for k, v in environment.items())
         say(f"{MODEL_LABEL} served at http://127.0.0.1:{port} ({args.format} format); {shown}")

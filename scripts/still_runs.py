@@ -113,7 +113,9 @@ def backend(name: str) -> Iterator[tuple[dict[str, str], dict]]:
         serving = contextlib.nullcontext(int(running)) if running else local_model.serving(log=RESULTS / f"{name}.server.log")
         with serving as port:
             yield env | local_model.settings(port, wire), {
-                "mode": "live", "model": local_model.MODEL_LABEL, "server": f"llama.cpp {local_model.build_key()}"}
+                "mode": "live", "model": local_model.MODEL_LABEL, "server": f"llama.cpp {local_model.build_key()}" + (
+                    f", answers cut at {os.environ['MINIAGENT_LOCAL_MAX_TOKENS']} tokens"
+                    if os.environ.get("MINIAGENT_LOCAL_MAX_TOKENS") else "")}
         return
     if name in ("anthropic", "deepseek"):
         key_env = "ANTHROPIC_API_KEY" if name == "anthropic" else "DEEPSEEK_API_KEY"
@@ -336,6 +338,10 @@ def ledger() -> str:
 # every notebook; the others run the notebooks that reach the provider by hand or through its route
 # (01 and 06 by hand, 05 the agent, 08 the providers), which is where a preset can differ.
 FULL_PRESETS = ("as-anthropic", "as-openai")
+# The local model rambles to whatever max_tokens a request asks (1,024 by default: 10 s a call here);
+# for make test-real the server cuts every answer at this many tokens (a cut answer is one more thing
+# a real model does that the cells must cope with). make lab-local does not cut.
+REAL_MAX_TOKENS = 256
 ROUTE_NOTEBOOKS = "00,01,05,06,08"
 
 
@@ -347,13 +353,18 @@ def real() -> bool:
     running = os.environ.get("MINIAGENT_LOCAL_PORT", "").strip()
     RESULTS.mkdir(parents=True, exist_ok=True)
     started = time.monotonic()
-    with (contextlib.nullcontext(int(running)) if running else local_model.serving(log=RESULTS / "llamacpp.server.log")) as port:
+    serving = contextlib.nullcontext(int(running)) if running else local_model.serving(
+        log=RESULTS / "llamacpp.server.log", max_tokens=REAL_MAX_TOKENS)
+    with serving as port:
         os.environ["MINIAGENT_LOCAL_PORT"] = str(port)  # one server for both formats and every run
+        if not running:
+            os.environ["MINIAGENT_LOCAL_MAX_TOKENS"] = str(REAL_MAX_TOKENS)  # for the record of the runs
         try:
             clean = [run("llamacpp", None, programs=True), run("llamacpp-openai", "08")]
         finally:
             if not running:
                 os.environ.pop("MINIAGENT_LOCAL_PORT")
+                os.environ.pop("MINIAGENT_LOCAL_MAX_TOKENS")
     for name in (b for b in backends() if b.startswith("as-")):
         clean.append(run(name, None if name in FULL_PRESETS else ROUTE_NOTEBOOKS))
     LEDGER.write_text(ledger())
