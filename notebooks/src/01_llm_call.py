@@ -14,12 +14,14 @@
 
 # %%
 import json
-import os
 import time
 
 import miniagent
 
 llm = miniagent.connect()
+if llm.format.name == "openai":  # this notebook writes the Messages API by hand; notebook 08 writes Chat Completions
+    print(f"{llm.provider} speaks Chat Completions, so this notebook uses a mock of its own (the Messages API):")
+    llm = miniagent.connect(offline=True, provider="anthropic")
 
 
 def show(obj, limit=1200):
@@ -31,23 +33,20 @@ def show(obj, limit=1200):
 # %% [markdown]
 # ## The request, by hand
 #
-# Three things go over the wire: a URL, three headers and a JSON body. The body needs
-# `model`, `max_tokens` (the most tokens the answer may use) and `messages`.
+# Three things go over the wire: a URL, three headers and a JSON body. The URL and the
+# headers come from the connection, so they are right for whatever you connected to: the
+# base URL plus `/v1/messages`, your key, the API version and the content type. The body
+# needs `model`, `max_tokens` (the most tokens the answer may use) and `messages`.
 
 # %%
-url = llm.base_url + "/v1/messages"
-api_key = os.environ.get("ANTHROPIC_API_KEY") if llm.mode == "live" else "mock-key"
-headers = {
-    "x-api-key": api_key,
-    "anthropic-version": "2023-06-01",
-    "content-type": "application/json",
-}
+url, headers = llm.endpoint()
 body = {
     "model": llm.model,
     "max_tokens": 300,
     "messages": [{"role": "user", "content": "In one sentence: what is an LLM agent?"}],
 }
 print("POST", url)
+show({name: "<your key>" if name in ("x-api-key", "authorization") else value for name, value in headers.items()})
 show(body)
 
 # %% [markdown]
@@ -69,21 +68,25 @@ def post(body):
 
 
 reply = post(body)
-print(reply.status_code, reply.headers["content-type"], "request-id:", reply.headers["request-id"])
+print(reply.status_code, reply.headers["content-type"], "request-id:", reply.headers.get("request-id"))
 show(reply.json())
 
 # %% [markdown]
 # Read the response top to bottom:
 # - `content` is a list of blocks; here one `text` block. Later we will see `tool_use` blocks.
 # - `stop_reason` is why generation ended: `end_turn` means the model finished.
-# - `usage` counts tokens in and out: that is what you pay for.
-# - the `request-id` header identifies the call if you ever need to report a problem.
+# - `usage` counts tokens in and out: that is what you pay for. Input that a prompt cache
+#   served is counted apart, in `cache_read_input_tokens`; `miniagent.clientcore.input_billed`
+#   adds up all of it.
+# - the `request-id` header identifies the call if you ever need to report a problem
+#   (Anthropic sends one; a local server may not, and then it reads `None`).
 
 # %%
 data = reply.json()
 answer = "".join(block["text"] for block in data["content"] if block["type"] == "text")
 print(answer)
-print(data["stop_reason"], data["usage"]["input_tokens"], "tokens in,", data["usage"]["output_tokens"], "out")
+print(data["stop_reason"], miniagent.clientcore.input_billed(data["usage"]), "tokens in,",
+      data["usage"]["output_tokens"], "out")
 
 # %% [markdown]
 # ## The model remembers nothing
@@ -139,7 +142,7 @@ for question in ["Hi, my name is Ada.", "I like tea.", "What is my name?", "What
     history.append({"role": "user", "content": question})
     r = post({"model": llm.model, "max_tokens": 300, "messages": history}).json()
     history.append({"role": "assistant", "content": r["content"]})
-    sizes.append(r["usage"]["input_tokens"])
+    sizes.append(miniagent.clientcore.input_billed(r["usage"]))  # all of it, the part a prompt cache served too
 print("input tokens per call:", sizes)
 
 # %% [markdown]
@@ -150,9 +153,8 @@ print("input tokens per call:", sizes)
 # own, even when you are live.
 
 # %%
-mock_llm = miniagent.connect(offline=True)
-mock_url, mock_http = mock_llm.base_url + "/v1/messages", mock_llm.http
-mock_headers = {"x-api-key": "mock-key", "anthropic-version": "2023-06-01", "content-type": "application/json"}
+mock_llm = miniagent.connect(offline=True, provider="anthropic")  # the Messages API, whatever you connected to
+(mock_url, mock_headers), mock_http = mock_llm.endpoint(), mock_llm.http
 good = {"model": mock_llm.model, "max_tokens": 100, "messages": [{"role": "user", "content": "Hi"}]}
 
 # %% [markdown]
@@ -244,7 +246,8 @@ print(miniagent.text_of(response))
 # %%
 sent = llm.last.request
 print("same URL:", sent["url"] == url)
-print("same headers:", sorted(sent["headers"]) == sorted(headers), "| key in the record:", sent["headers"]["x-api-key"])
+key_header = "x-api-key" if "x-api-key" in headers else "authorization"  # the preset's auth header
+print("same headers:", sorted(sent["headers"]) == sorted(headers), "| key in the record:", sent["headers"][key_header])
 if llm.mock:  # offline: the mock saw both requests
     by_hand, by_client = llm.mock.records[0]["raw"], llm.mock.records[-1]["raw"]
     print("same body bytes:", by_hand == by_client, f"({len(by_client.encode())} bytes)")
