@@ -65,6 +65,9 @@ print("stop_reason:", response["stop_reason"])
 # code the API runs). Run it, and put the output in a `tool_result` block with the same id.
 
 # %%
+if not miniagent.tool_uses(response):  # a real model may answer in words instead
+    print(f"the model {miniagent.what_it_did(response)}; this cell goes on from the mock's scripted call")
+    response = miniagent.connect(offline=True, quiet=True).create(messages, tools=[weather_tool])
 tool_use = miniagent.tool_uses(response)[0]
 output = get_weather(**tool_use["input"])
 tool_result = {"type": "tool_result", "tool_use_id": tool_use["id"], "content": output}
@@ -103,7 +106,8 @@ print(final["stop_reason"], "->", miniagent.text_of(final))
 
 # %% tags=["raises-exception"]
 orphan = [messages[0], messages[2]]  # the question, then a result for a call nobody made
-llm.create(orphan, tools=[weather_tool])
+reply = llm.create(orphan, tools=[weather_tool])
+print("this server accepted it, though the Messages API refuses it; the model", miniagent.what_it_did(reply))
 
 # %% [markdown]
 # The strict mock answers with the real API's 400 and its message. You will meet
@@ -112,9 +116,11 @@ llm.create(orphan, tools=[weather_tool])
 
 # %%
 try:
-    llm.create(messages[:2] + [{"role": "user", "content": "Never mind. Hello!"}], tools=[weather_tool])
+    reply = llm.create(messages[:2] + [{"role": "user", "content": "Never mind. Hello!"}], tools=[weather_tool])
 except miniagent.BadRequestError as err:
     print(err.message)
+else:
+    print("this server accepted it, though the Messages API refuses it; the model", miniagent.what_it_did(reply))
 
 # %% [markdown]
 # ## The description is the interface
@@ -127,6 +133,8 @@ vague_tool = {**weather_tool, "name": "tool_1", "description": "Does things."}
 for tool in (vague_tool, weather_tool):
     r = llm.create([{"role": "user", "content": "Is it raining in Paris?"}], tools=[tool])
     print(f"{tool['name']:12} -> {r['stop_reason']:9} {[b.get('name') for b in miniagent.tool_uses(r)]}")
+if not miniagent.tool_uses(r):  # a small real model often ignores even a good description
+    print("even with get_weather the model", miniagent.what_it_did(r))
 
 # %% [markdown]
 # With `tool_1` the model answers without calling anything: it had no way to know
@@ -167,6 +175,8 @@ for _ in range(3):
     for block, result in zip(miniagent.tool_uses(response), results):
         print(f"{block['name']}({block['input']}) -> error={result.get('is_error', False)}: {result['content'][:70]}")
     messages.append({"role": "user", "content": results})
+if len(messages) == 2:  # the question and an answer: no tool was called, so there was no error to correct
+    print("the model called no tool, so there was no error to correct; it answered:")
 print(miniagent.text_of(response))
 
 # %% [markdown]
