@@ -8,8 +8,8 @@ import math
 import operator
 from typing import Any, Callable
 
-from miniagent.exercises._core import (_check_callable, _clip, _exercise, _kind, _raised, _run, _show,
-                                       not_yet, wrong_kind)
+from miniagent.exercises._core import (_check_callable, _clip, _exercise, _kind, _mock_client, _raised, _run,
+                                       _say, _show, not_yet, wrong_kind)
 
 
 def _as_tool(answer: Any, name: str, name_zh: str | None = None) -> Any:
@@ -51,29 +51,42 @@ def check_02_1(time_tool: Any, client: Any) -> None:
     schema = learner.schema()
     others = [t.schema() for t in default_tools() if t.name not in ("get_current_time", learner.name)]
 
-    def called(question: str, tools: list[dict]) -> list[str]:
+    def called(on: Any, question: str, tools: list[dict]) -> list[str]:
         try:
-            response = client.create([{"role": "user", "content": question}], tools=tools)
+            response = on.create([{"role": "user", "content": question}], tools=tools)
         except APIError as err:
             not_yet(f"the API refused a request with your tool: {_clip(str(err).splitlines()[0], 160)}",
                     zh=f"API 拒绝了带着你的工具的请求：{_clip(str(err).splitlines()[0], 160)}")
         return [b.get("name") for b in tool_uses(response)]
 
-    asked = "What time is it in Tokyo?"
-    names = called(asked, others + [schema])
-    if learner.name not in names:
-        seen = f"called {', '.join(names)}" if names else "called no tool"
-        seen_zh = f"调用了 {', '.join(names)}" if names else "没有调用任何工具"
-        not_yet(f"asked {asked!r}, the model {seen}: all it knew of yours was its name, {learner.name!r}, "
-                f"and its description, {_show(learner.description, 50)}; what there says it tells the time?",
-                zh=f"问 {asked!r} 时，模型{seen_zh}：关于你的工具，它只知道名字 {learner.name!r} "
-                   f"和描述 {_show(learner.description, 50)}；这里面哪一点说了它能报时？")
-    unrelated = "What's the weather in Paris?"
-    if learner.name in called(unrelated, [schema]):
-        not_yet(f"the model also called {learner.name} for {unrelated!r}, which it cannot answer: "
-                "describe what the tool does, and only that",
-                zh=f"问 {unrelated!r} 时，模型也调用了 {learner.name}，可它回答不了这个问题："
-                   "描述里只写这个工具做什么，别的不写")
+    asked, unrelated = "What time is it in Tokyo?", "What's the weather in Paris?"
+
+    def problem(on: Any) -> tuple[str, str] | None:
+        """What the model on `on` did wrong with the learner's tool (English, Chinese), or None."""
+        names = called(on, asked, others + [schema])
+        if learner.name not in names:
+            seen = f"called {', '.join(names)}" if names else "called no tool"
+            seen_zh = f"调用了 {', '.join(names)}" if names else "没有调用任何工具"
+            return (f"asked {asked!r}, the model {seen}: all it knew of yours was its name, {learner.name!r}, "
+                    f"and its description, {_show(learner.description, 50)}; what there says it tells the time?",
+                    f"问 {asked!r} 时，模型{seen_zh}：关于你的工具，它只知道名字 {learner.name!r} "
+                    f"和描述 {_show(learner.description, 50)}；这里面哪一点说了它能报时？")
+        if learner.name in called(on, unrelated, [schema]):
+            return (f"the model also called {learner.name} for {unrelated!r}, which it cannot answer: "
+                    "describe what the tool does, and only that",
+                    f"问 {unrelated!r} 时，模型也调用了 {learner.name}，可它回答不了这个问题："
+                    "描述里只写这个工具做什么，别的不写")
+        return None
+
+    found = problem(client)
+    if found and getattr(client, "mode", None) == "live":
+        # A live model may call no tool at all (a small one rarely does) or call one at random, which
+        # says nothing of the description: the check's own mock, which reads names and descriptions, decides.
+        print(_say(f"(live, {found[0].split(':')[0]}: graded on the check's own mock instead)",
+                   f"（在线时，{found[1].split('：')[0]}：改用检查自己的 mock 来评分）"))
+        found = problem(_mock_client())
+    if found:
+        not_yet(found[0], zh=found[1])
     if learner.description.strip().startswith("Your description here"):
         not_yet("the model picked it by its name alone; a real model leans on the description too, and "
                 "yours is still the placeholder: say what the tool does",
