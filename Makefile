@@ -64,10 +64,10 @@ NBVAL := --nbval --nbval-current-env --nbval-sanitize-with tests/nbval-sanitize.
 # so a third worker fills those waits. Measured warm on this 2-core machine, 2,743 tests:
 # 57 s (70 s when the left-out modules were imported and each worker's exit collected garbage).
 test: $(STAMP)  ## unit tests + every notebook compared against its saved outputs (offline)
-	MINIAGENT_OFFLINE=1 $(PY) -m pytest -n 3 --dist loadscope tests notebooks $(NBVAL) -p no:cacheprovider -m "not sdk and not fuzz and not harness and not memory and not postgres and not bench and not workers"
+	MINIAGENT_OFFLINE=1 $(PY) -m pytest -n 3 --dist loadscope tests notebooks $(NBVAL) -p no:cacheprovider -m "not sdk and not fuzz and not harness and not memory and not postgres and not bench and not workers and not presets"
 
 test-unit: $(STAMP)  ## unit tests only (as make test runs them, without the notebooks)
-	MINIAGENT_OFFLINE=1 $(PY) -m pytest -n 2 tests -p no:cacheprovider -m "not sdk and not fuzz and not harness and not memory and not postgres and not bench and not workers"
+	MINIAGENT_OFFLINE=1 $(PY) -m pytest -n 2 tests -p no:cacheprovider -m "not sdk and not fuzz and not harness and not memory and not postgres and not bench and not workers and not presets"
 
 test-props: $(STAMP)  ## every property test at 1,000 examples (make test runs 100 each), and the mock's fuzz test
 	MINIAGENT_OFFLINE=1 $(PY) -m pytest -n 2 tests -m "(hypothesis or fuzz) and not postgres" --hypothesis-profile=thorough -p no:cacheprovider
@@ -136,8 +136,9 @@ $(POSTGRES_STAMP): $(STAMP) requirements-postgres.txt
 test-postgres: $(POSTGRES_STAMP)  ## memory and retrieval on a throwaway PostgreSQL (Debian's packages, installed on first use): the same tests, cross-process recall, concurrent writers
 	MINIAGENT_OFFLINE=1 MINIAGENT_PG_REQUIRED=1 scripts/with_postgres.sh $(PY) -m pytest -n 2 tests -m postgres -p no:cacheprovider
 
-test-live: $(STAMP)  ## every notebook in LIVE mode, against the mock API over real HTTP (no key leaks)
+test-live: $(STAMP)  ## every notebook in LIVE mode, against the mock API over real HTTP (no key leaks); the by-hand cells under three kinds of preset
 	$(PY) tests/live/run_live_notebooks.py
+	$(PY) -m pytest -n 2 tests -m presets -p no:cacheprovider
 
 # The contract (contract/probes.py): the same probes against the mock and, when ANTHROPIC_API_KEY is
 # set, against the real API too, which first says what it will spend and asks (scripts/contract.py).
