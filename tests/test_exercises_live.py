@@ -87,3 +87,16 @@ def test_03_2_live_still_refuses_a_run_without_the_flag(capsys):
     verdict = exercises.check_03_2(result, llm)
     assert verdict.kind == NOT_YET and "disable_parallel_tool_use" in verdict.hint, verdict
     assert capsys.readouterr().out == ""
+
+
+def test_00_1_on_a_provider_speaking_chat_completions():
+    """The client's record keeps the wire's JSON, in Chat Completions' own shape: the check reads it as the client did."""
+    llm = miniagent.connect(offline=True, provider="openai", quiet=True)
+    cut = llm.create([{"role": "user", "content": "Tell me about the moon."}], max_tokens=5)
+    assert llm.last.response.get("choices"), "the record is not in Chat Completions' shape: this test tests nothing"
+    assert exercises.check_00_1(cut, llm).kind == DONE
+    whole = llm.create([{"role": "user", "content": "Hi"}])
+    verdict = exercises.check_00_1(whole, llm)
+    assert verdict.kind == NOT_YET and "'end_turn'" in verdict.hint and "fewer tokens" in verdict.hint, verdict
+    forged = {**whole, "stop_reason": "max_tokens"}
+    assert exercises.check_00_1(forged, llm).kind == NOT_YET

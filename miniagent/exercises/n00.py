@@ -21,15 +21,29 @@ def check_00_1(cut_response: Any, client: Any) -> None:
                    f"this dict has {_clip(', '.join(map(str, cut_response)) or 'no keys')}",
                    zh="cut_response 应该是完整的响应，带着 id 和 stop_reason；这个 dict "
                       + (f"只有 {_clip(', '.join(map(str, cut_response)))}" if cut_response else "一个键都没有"))
-    received = [e for e in client.exchanges if e.status == 200 and isinstance(e.response, dict)
-                and e.response.get("id") == cut_response.get("id")
-                and e.response.get("usage") == cut_response.get("usage")]
+    received = [(e, answer) for e, answer in ((e, _as_message(client, e)) for e in client.exchanges if e.status == 200)
+                if answer.get("id") == cut_response.get("id") and answer.get("usage") == cut_response.get("usage")]
     if not received:
         not_yet("llm never received this response: make the call with llm.create(...) and keep what it returns",
                 zh="llm 从没收到过这个响应：用 llm.create(...) 发出调用，把它的返回值存下来")
-    truth = received[-1]  # as it arrived: editing the dict's stop_reason changes nothing here
-    if truth.response.get("stop_reason") != "max_tokens":
-        not_yet(f"its stop_reason is {truth.response.get('stop_reason')!r}: the whole answer fit in "
-                f"max_tokens={truth.request['body'].get('max_tokens')}; ask for fewer tokens",
-                zh=f"它的 stop_reason 是 {truth.response.get('stop_reason')!r}：整个回答在 "
-                   f"max_tokens={truth.request['body'].get('max_tokens')} 以内就写完了；把 max_tokens 再调小一点")
+    exchange, truth = received[-1]  # as it arrived: editing the dict's stop_reason changes nothing here
+    body = exchange.request["body"]
+    asked = body.get("max_tokens", body.get("max_completion_tokens"))  # the field's name in Chat Completions, too
+    if truth.get("stop_reason") != "max_tokens":
+        not_yet(f"its stop_reason is {truth.get('stop_reason')!r}: the whole answer fit in "
+                f"max_tokens={asked}; ask for fewer tokens",
+                zh=f"它的 stop_reason 是 {truth.get('stop_reason')!r}：整个回答在 "
+                   f"max_tokens={asked} 以内就写完了；把 max_tokens 再调小一点")
+
+
+def _as_message(client: Any, exchange: Any) -> dict:
+    """An answer as the client returned it: the record keeps the JSON that came over the wire, which a
+    provider speaking Chat Completions sends in its own shape, translated by the client's format."""
+    answer = exchange.response if isinstance(exchange.response, dict) else {}
+    form = getattr(client, "format", None)
+    if answer and getattr(form, "name", None) == "openai":
+        try:
+            return form.message(answer)
+        except Exception:  # the check boundary: a record the translation cannot read is no answer of the learner's
+            return {}
+    return answer
