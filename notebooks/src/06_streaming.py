@@ -16,7 +16,6 @@
 
 # %%
 import json
-import os
 import time
 from collections import Counter
 
@@ -24,6 +23,8 @@ import miniagent
 from miniagent.mock import scripts
 
 llm = miniagent.connect()
+if llm.mode == "live":
+    llm.max_tokens = 300  # live, each answer is kept short: a small local model rambles to max_tokens
 tools = miniagent.default_tools()
 DEMO = "现在几点了？顺便帮我算一下 (1024 + 768) * 2，再告诉我北京和上海的天气。"
 
@@ -32,17 +33,20 @@ DEMO = "现在几点了？顺便帮我算一下 (1024 + 768) * 2，再告诉我�
 #
 # Add `"stream": true` to the body. The answer is still `200`, but its content type is
 # `text/event-stream`, and httpx's `stream()` lets you read the body as it arrives
-# instead of waiting for all of it.
+# instead of waiting for all of it. The URL and headers are the connection's own
+# (`llm.endpoint()`: its base URL, its path, its auth header with the key).
 
 # %%
-url = llm.base_url + "/v1/messages"
-api_key = os.environ.get("ANTHROPIC_API_KEY", "").strip() if llm.mode == "live" else "mock-key"
-headers = {"x-api-key": api_key, "anthropic-version": "2023-06-01", "content-type": "application/json"}
-body = {"model": llm.model, "max_tokens": 300, "stream": True,
+hand = llm  # the connection these by-hand cells talk to
+if llm.format.name == "openai":
+    hand = miniagent.connect(offline=True, quiet=True, provider="anthropic")
+    print(f"{llm.provider} speaks Chat Completions, which takes no Messages API body: the mock answers these cells")
+url, headers = hand.endpoint()
+body = {"model": hand.model, "max_tokens": 300, "stream": True,
         "messages": [{"role": "user", "content": "Hello! Who are you?"}]}
 
 for attempt in range(3):  # a busy API answers 429 or 529 before any event: wait, try again (notebook 01)
-    with llm.http.stream("POST", url, headers=headers, json=body) as reply:
+    with hand.http.stream("POST", url, headers=headers, json=body) as reply:
         raw = b"".join(reply.iter_bytes())
     if reply.status_code not in (429, 529):
         break
@@ -90,16 +94,22 @@ def events_of(raw):
 
 events = events_of(raw)
 print(len(events), "events:", dict(Counter(e["type"] for e in events)))
+if events and events[0]["type"] != "message_start":  # llama.cpp leaves it out when an answer begins in Chinese
+    print(f"this server began with {events[0]['type']}, not message_start: the message's id and model never came")
 
 # %% [markdown]
 # Assembling the text is a loop over the deltas. The result is exactly the answer a
-# plain call gives for the same request:
+# plain call gives for the same request (the mock's, that is: a real model need not
+# answer the same twice, so live the cell shows both):
 
 # %%
-text = "".join(e["delta"]["text"] for e in events if e["type"] == "content_block_delta")
-plain = llm.create(body["messages"], max_tokens=300)
+text = "".join(e["delta"].get("text", "") for e in events if e["type"] == "content_block_delta")
+plain = hand.create(body["messages"], max_tokens=300)
 print(text)
-print("same as the plain call:", text == miniagent.text_of(plain))
+if hand.mode == "offline":
+    print("same as the plain call:", text == miniagent.text_of(plain))
+else:
+    print("the plain call, asked again:", miniagent.text_of(plain)[:300])
 
 # %% [markdown]
 # This parser is good enough for one clean body read at once, and wrong for a real
@@ -147,6 +157,8 @@ with llm.stream([{"role": "user", "content": DEMO}], tools=tools.schemas()) as s
             print(f"   +{event['delta']['partial_json']!r:14} -> {partial!r}")
 message = stream.message
 print(message["stop_reason"], [b.get("name", b["type"]) for b in message["content"]])
+if not miniagent.tool_uses(message):
+    print(f"the model {miniagent.what_it_did(message)}: no arguments formed")
 
 # %% [markdown]
 # Four tool calls form one after another, each in its own block, so fragments are
@@ -190,7 +202,8 @@ except miniagent.StreamError as err:
 # `miniagent/streaming.py` has the parser and the accumulator; `client.stream()` reads
 # the socket and feeds them; `client.create(..., stream=True)` returns the same dict a
 # plain call returns. Do the streamed and plain answers agree, for a question that calls
-# four tools at once?
+# four tools at once? (Live, a model need not answer the same twice: the cell says what
+# each answer did.)
 
 # %%
 import inspect
@@ -201,9 +214,13 @@ print(f"miniagent/streaming.py: {len(inspect.getsource(miniagent.streaming).spli
 streamed = llm.create([{"role": "user", "content": DEMO}], tools=tools.schemas(), stream=True)
 plain = llm.create([{"role": "user", "content": DEMO}], tools=tools.schemas())
 
-same = [b.get("input", b.get("text")) for b in streamed["content"]] == \
-       [b.get("input", b.get("text")) for b in plain["content"]]
-print("same blocks:", same, "| same stop_reason:", streamed["stop_reason"] == plain["stop_reason"])
+if llm.mode == "offline":  # the mock answers the same twice; a real model need not
+    same = [b.get("input", b.get("text")) for b in streamed["content"]] == \
+           [b.get("input", b.get("text")) for b in plain["content"]]
+    print("same blocks:", same, "| same stop_reason:", streamed["stop_reason"] == plain["stop_reason"])
+else:
+    print("same fields:", sorted(streamed) == sorted(plain), "| streamed:", miniagent.what_it_did(streamed),
+          "| plain:", miniagent.what_it_did(plain))
 
 # %% [markdown]
 # ## What streaming buys, measured
