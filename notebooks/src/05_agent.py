@@ -22,6 +22,8 @@ from pathlib import Path
 import miniagent
 
 llm = miniagent.connect()
+if llm.mode == "live":
+    llm.max_tokens = 300  # live, each answer is kept short: a small local model rambles to max_tokens
 
 DEMO = "现在几点了？顺便帮我算一下 (1024 + 768) * 2，再告诉我北京和上海的天气。"
 
@@ -142,6 +144,8 @@ else:
 
 # %%
 print(agent.trace.table())
+if not agent.trace.of_type("tool_call"):
+    print("(the model called no tool this time: there is no parallel round in this trace)")
 
 # %% [markdown]
 # The `tool_call` and `tool_result` rows are the parallel round: the calls start
