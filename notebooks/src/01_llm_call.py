@@ -255,7 +255,8 @@ if llm.mock:  # offline: the mock saw both requests
 
 # %% [markdown]
 # Errors are typed. A 400 raises `BadRequestError` at once; two 529s in a row are
-# retried and the call succeeds on the third attempt.
+# retried and the call succeeds on the third attempt (on `mock_llm`, which can inject
+# them even when you are live).
 
 # %%
 try:

@@ -190,7 +190,8 @@ print("the unexecuted call was answered:", result.messages[-1]["content"][0]["co
 # The article's loop has two branches: `end_turn` returns, `tool_use` runs tools.
 # Anything else falls through both, appends nothing, and sends the identical request
 # again. `max_tokens` is the common case: the answer did not fit. Here is the article's
-# loop, faithfully, against a model whose tool call is cut off by `max_tokens`:
+# loop, faithfully, against a model whose tool call is cut off by `max_tokens` (the
+# section's mock again, even live: a real model is not cut off on cue):
 
 # %%
 def article_loop(messages, max_iterations=10):
