@@ -198,7 +198,7 @@ def run(name: str, chosen: str | None, programs: bool = False) -> bool:
             print(f"  [{i}/{len(paths)}] {path.name}: {state} in {result['seconds']:.0f} s", flush=True)
             for failure in result["failures"]:
                 print(f"        cell {failure['cell']}: {failure['error']}", flush=True)
-        ran = run_programs(env) if programs else []
+        ran = run_programs(env) if programs else []  # the programs' results
         for result in ran:
             state = "clean" if result["clean"] else result["failures"][0]["error"]
             print(f"  {result['program']}: {state} in {result['seconds']:.0f} s", flush=True)
@@ -208,12 +208,14 @@ def run(name: str, chosen: str | None, programs: bool = False) -> bool:
     out = RESULTS / f"{name}.json"
     if chosen and out.exists():  # a partial run updates the notebooks it ran, keeps the others
         old = json.loads(out.read_text())
-        ran = {r["notebook"] for r in results}
-        record["results"] = sorted([r for r in old["results"] if r["notebook"] not in ran] + results,
+        done = {r["notebook"] for r in results}
+        record["results"] = sorted([r for r in old["results"] if r["notebook"] not in done] + results,
                                    key=lambda r: r["notebook"])
+        if not ran and old.get("programs"):
+            record["programs"] = old["programs"]
     out.write_text(json.dumps(record, indent=1, ensure_ascii=False) + "\n")
     clean = all(r["clean"] for r in results + ran)
-    print(f"still_runs: {name}: {'every notebook ran clean' if clean else 'some notebooks failed'} ({out.relative_to(ROOT)})")
+    print(f"still_runs: {name}: {'every notebook ran clean' if clean else 'some notebooks failed'} ({out})")
     return clean
 
 
