@@ -28,6 +28,8 @@ from miniagent.messages import tool_results, tool_uses, user
 from miniagent.tokens import estimate_messages
 
 llm = miniagent.connect()
+if llm.mode == "live":
+    llm.max_tokens = 300  # a small local model rambles to max_tokens: keep each live answer short
 TOOLS = {t.name: t for t in default_tools()}
 QUESTION = "What is the weather in Paris and Tokyo, and what is 1299 * 0.85?"
 
@@ -158,7 +160,7 @@ math = Agent(llm, [TOOLS["calculate"]], name="math_expert", system="You are a ma
 boss = team.orchestrator(llm, [weather, math])
 result = boss.run(QUESTION)
 print(result.text)
-print("\nsame answer as the inline version:", result.text == parent.text)
+print("\nsame answer as the inline version:", result.text == parent.text)  # live, a model words it anew each time
 print(f"miniagent/team.py: {len(inspect.getsource(team).splitlines())} lines")
 
 # %% [markdown]
@@ -231,6 +233,8 @@ print(stopped.stop, "|", stopped.reason)
 for e in tight.trace.of_type("tool_result"):
     why = re.search(r"stopped before answering.*?(?=[.] If)", e["content"])  # live, a specialist may answer in time
     print(f"  {e['name']}: {why.group() if why else e['content'][:90]}")
+if not tight.trace.of_type("tool_result"):  # live, a small model may answer alone
+    print("  (the model asked no specialist)")
 made = [e for e in llm.exchanges if e.status == 200][-stopped.usage.calls:]  # this run's model calls
 sizes = [input_billed(e.response["usage"]) + e.response["usage"]["output_tokens"] for e in made]
 print(f"spent {stopped.usage.total_tokens:,} tokens in {len(sizes)} calls; the largest call: {max(sizes):,}")
@@ -291,8 +295,11 @@ broken_api = miniagent.connect(offline=True, quiet=True, max_retries=0)  # the m
 broken_api.mock.fault(500, times=100)
 broken_math = Agent(broken_api, [TOOLS["calculate"]], name="math_expert",
                     description="A math specialist: calculates arithmetic, percentages and totals exactly.")
-survived = team.orchestrator(llm, [weather, broken_math]).run(QUESTION)
+guarded = team.orchestrator(llm, [weather, broken_math])
+survived = guarded.run(QUESTION)
 print(survived.stop)
+if "math_expert" not in [e["name"] for e in guarded.trace.of_type("tool_call")]:  # live, a model may not ask it
+    print("(the model never asked math_expert, so its broken API was never called)")
 print(survived.text)
 
 # %% [markdown]

@@ -35,6 +35,8 @@ from miniagent.mcp import MCPClient
 from miniagent.tools import ToolRegistry
 
 llm = miniagent.connect()
+if llm.mode == "live":
+    llm.max_tokens = 300  # a small local model rambles to max_tokens: keep each live answer short
 PY = sys.executable
 CLOCK = ["--clock", "2026-05-09T06:23:11Z"]  # the servers' clock, fixed so this page reads the same every run
 DEMO = "现在几点了？顺便帮我算一下 (1024 + 768) * 2，再告诉我北京和上海的天气。"
@@ -419,7 +421,7 @@ with ExitStack() as servers:
     units = servers.enter_context(MCPClient.start([*UNITS, "--version", "1.1"]))
     agent = Agent(llm, [read_file] + mcp.tools(ours) + mcp.tools(units))
     result = agent.run(DEMO)
-print([(e["name"], e["input"]) for e in agent.trace.of_type("tool_call")])
+print([(e["name"], e["input"]) for e in agent.trace.of_type("tool_call")] or "the model called no tool")
 print(result.text)
 
 # %% [markdown]
@@ -467,9 +469,8 @@ with ExitStack() as servers:
     units = servers.enter_context(MCPClient.start([*UNITS, "--version", "1.1"]))
     agent = Agent(llm, [guarded_read] + mcp.tools(ours) + mcp.tools(units), approve=project_files_only)
     result = agent.run(DEMO)
-print([(e["name"], e["approved"], e["reason"]) for e in agent.trace.of_type("approval")])
-if not agent.trace.of_type("approval"):  # live, a model may call no guarded tool
-    print("no call needed approval; the model called", [e["name"] for e in agent.trace.of_type("tool_call")])
+print([(e["name"], e["approved"], e["reason"]) for e in agent.trace.of_type("approval")]
+      or f"no call needed approval: the model called {[e['name'] for e in agent.trace.of_type('tool_call')]}")
 print(result.text)
 
 # %% [markdown]

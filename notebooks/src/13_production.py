@@ -33,6 +33,8 @@ from miniagent.tools import Tool
 from miniagent.tracing import Tracer
 
 llm = miniagent.connect()
+if llm.mode == "live":
+    llm.max_tokens = 300  # a small local model rambles to max_tokens: keep each live answer short
 TOOLS = {t.name: t for t in default_tools()}
 checklist = []  # (lesson, what was measured), one row per lesson, printed at the end
 
@@ -294,6 +296,8 @@ for task_id, row in precise_rows.items():
         failed = row if not row.passed else vague_rows[task_id]
         print(f"  {task_id:22} precise {'pass' if row.passed else 'FAIL'}, vague "
               f"{'pass' if vague_rows[task_id].passed else 'FAIL'}: {'; '.join(failed.reasons)[:70]}")
+if all(row.passed == vague_rows[task_id].passed for task_id, row in precise_rows.items()):
+    print("  none: both configurations passed and failed the same tasks")
 
 # %%
 evals.plot(reports)
