@@ -53,7 +53,7 @@ weather = {"name": "get_weather", "description": "Get the current weather for a 
 question = "What's the weather in Paris?"
 
 
-anthropic_body = {"model": claude.model, "max_tokens": 300, "system": "Answer briefly.", "tools": [weather],
+anthropic_body = {"model": claude.model, "max_tokens": 200, "system": "Answer briefly.", "tools": [weather],
                   "messages": [{"role": "user", "content": question}]}
 url, headers = claude.endpoint()
 print("POST", url, "| headers:", ", ".join(headers))
@@ -68,7 +68,7 @@ show({k: anthropic_answer[k] for k in ("content", "stop_reason", "usage")})
 # base URL (DeepSeek's is `https://api.deepseek.com`).
 
 # %%
-openai_body = {"model": deepseek.model, "max_tokens": 300,
+openai_body = {"model": deepseek.model, "max_tokens": 200,
                "messages": [{"role": "system", "content": "Answer briefly."}, {"role": "user", "content": question}],
                "tools": [{"type": "function", "function": {"name": weather["name"],
                                                            "description": weather["description"],
@@ -187,7 +187,7 @@ print(tools.run(block)["content"])
 # pieces per index, never all together. The demo question's stream, by hand:
 
 # %%
-streamed = {**providers.to_openai_request({"model": deepseek.model, "max_tokens": 500, "tools": tools.schemas(),
+streamed = {**providers.to_openai_request({"model": deepseek.model, "max_tokens": 300, "tools": tools.schemas(),
                                            "messages": [{"role": "user", "content": DEMO}]}), "stream": True}
 with deepseek.http.stream("POST", url, json=streamed, headers=headers) as reply:
     lines = [line for line in reply.iter_lines() if line.startswith("data:")]
@@ -208,9 +208,9 @@ print(f"… {len(chunks)} chunks, {len(calls)} pieces of tool calls for the inde
 
 # %%
 question_messages = [miniagent.user(DEMO)]
-plain = deepseek.create(question_messages, tools=tools.schemas(), max_tokens=500)
+plain = deepseek.create(question_messages, tools=tools.schemas(), max_tokens=300)
 pieces = []
-stream = deepseek.create(question_messages, tools=tools.schemas(), max_tokens=500, stream=True,
+stream = deepseek.create(question_messages, tools=tools.schemas(), max_tokens=300, stream=True,
                          on_event=lambda event: pieces.append(event["type"]))
 def without_ids(content):  # each answer's calls get fresh ids; everything else must match
     return [{k: v for k, v in block.items() if k != "id"} for block in content]
