@@ -177,7 +177,7 @@ def slow(t, seconds=0.2):
     return miniagent.Tool(t.name, t.description, t.input_schema, run)
 
 
-timings, asked = {}, {}
+timings, called = {}, {}
 for parallel in (False, True):
     specialists = [Agent(llm, [slow(TOOLS["get_weather"])], name="weather_expert", description=weather.description),
                    Agent(llm, [slow(TOOLS["calculate"])], name="math_expert", description=math.description)]
@@ -185,9 +185,9 @@ for parallel in (False, True):
     coordinator = team.orchestrator(llm, specialists, parallel=parallel)
     coordinator.run(QUESTION)
     timings[parallel] = time.perf_counter() - started
-    asked[parallel] = len(coordinator.trace.of_type("tool_call"))
-if min(asked.values()) < 2:  # live, a small model may ask one specialist, or none
-    print(f"the model asked {asked[False]} and {asked[True]} specialists: too few to compare one after another "
+    called[parallel] = len(coordinator.trace.of_type("tool_call"))
+if min(called.values()) < 2:  # live, a small model may ask one specialist, or none
+    print(f"the model asked {called[False]} and {called[True]} specialists: too few to compare one after another "
           f"with at the same time ({timings[False]:.2f} s and {timings[True]:.2f} s)")
 else:
     print(f"specialists one after another: {timings[False]:.2f} s, at the same time: {timings[True]:.2f} s, "
