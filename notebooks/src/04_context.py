@@ -47,12 +47,12 @@ print("search_web returns", len(workload.search_web.fn(query="context windows"))
 #
 # **Live, every token is paid for, and a local model is slow.** This notebook runs the
 # session eight times: at 60 turns, as offline, about 870 model calls and 4.8 million
-# input tokens. So live, the next cell sets `TURNS = 6` and caps each answer at 200 tokens.
+# input tokens. So live, the next cell sets `TURNS = 4` and caps each answer at 100 tokens.
 
 # %%
-TURNS = workload.TURNS if llm.mode == "offline" else 6  # offline: 60, the session make bench runs
+TURNS = workload.TURNS if llm.mode == "offline" else 4  # offline: 60, the session make bench runs
 if llm.mode == "live":
-    llm.max_tokens = 200  # a small model rambles to max_tokens: keep each call short
+    llm.max_tokens = 100  # a small model rambles to max_tokens: keep each call short
 questions = workload.questions(TURNS)
 print(f"TURNS = {TURNS}")
 for n, question in [*enumerate(questions[:6], 1), ("...", ""), (len(questions), questions[-1])]:
@@ -288,7 +288,8 @@ print(f"trimMessages:    {len(history)} messages left; name in the history: {say
 
 # %%
 for label, s in sessions.items():
-    print(f"{label:22} {s.answer if not s.broke else f'(no answer: stopped at turn {s.broke[0]})'}")
+    answer = " ".join(s.answer.split())[:240]  # on one line, clipped: a small model rambles
+    print(f"{label:22} {answer if not s.broke else f'(no answer: stopped at turn {s.broke[0]})'}")
 
 # %% [markdown]
 # The windows dropped turn 2 long ago (and turn 31 too), and the model knows only what the
