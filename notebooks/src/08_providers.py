@@ -121,7 +121,7 @@ print(reply.status_code, reply.json()["choices"][0]["finish_reason"], "|",
 orphan = {**openai_body, "messages": [*openai_body["messages"],
                                       {"role": "tool", "tool_call_id": call["id"], "content": output}]}
 reply = deepseek.http.post(url, json=orphan, headers=headers)
-print(reply.status_code)
+print(reply.status_code if reply.is_error else f"{reply.status_code}: this server took it; OpenAI's API (and the mock) say 400")
 show(reply.json())
 
 # %% [markdown]
@@ -196,6 +196,8 @@ deltas = [chunk["choices"][0]["delta"] for chunk in chunks if chunk.get("choices
 calls = [piece for delta in deltas for piece in delta.get("tool_calls") or []]
 for piece in calls[:6]:  # each chunk holds more (id, model, ...); the delta is what grows
     print(json.dumps(piece, ensure_ascii=False))
+if not calls:  # a live model may answer in words
+    print("the model called no tool; its text began:", json.dumps("".join(d.get("content") or "" for d in deltas)[:60], ensure_ascii=False))
 print(f"… {len(chunks)} chunks, {len(calls)} pieces of tool calls for the indexes {sorted({c['index'] for c in calls})},"
       f" then {lines[-1]}")
 
