@@ -219,11 +219,18 @@ def free_port() -> int:
         return probe.getsockname()[1]
 
 
+# A local model on a busy 2-core machine can take minutes over one long answer (5 tokens a second
+# when four notebooks share it): each attempt gets 5 minutes and a stream 15, unless the environment
+# already says otherwise. A slow answer is not a failure here.
+TIMEOUTS = {"MINIAGENT_TIMEOUT": "300", "MINIAGENT_STREAM_TIMEOUT": "900"}
+
+
 def settings(port: int, wire: str = "anthropic") -> dict[str, str]:
-    """The environment that points miniagent at the server: the preset and its address."""
+    """The environment that points miniagent at the server: the preset, its address, patient timeouts."""
+    timeouts = {name: os.environ.get(name, "").strip() or seconds for name, seconds in TIMEOUTS.items()}
     if wire == "openai":
-        return {"MINIAGENT_PROVIDER": "llamacpp-openai", "MINIAGENT_BASE_URL": f"http://127.0.0.1:{port}/v1"}
-    return {"MINIAGENT_PROVIDER": "llamacpp", "MINIAGENT_BASE_URL": f"http://127.0.0.1:{port}"}
+        return {"MINIAGENT_PROVIDER": "llamacpp-openai", "MINIAGENT_BASE_URL": f"http://127.0.0.1:{port}/v1", **timeouts}
+    return {"MINIAGENT_PROVIDER": "llamacpp", "MINIAGENT_BASE_URL": f"http://127.0.0.1:{port}", **timeouts}
 
 
 @contextlib.contextmanager
