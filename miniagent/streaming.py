@@ -229,6 +229,10 @@ _DELTA_FIELD = {"text_delta": ("text", "text"), "thinking_delta": ("thinking", "
 # Everything after it is in order, so the message is kept, with what message_start would have said
 # unknown: no id, no model, no input token count (0).
 NO_MESSAGE_START = "the stream began without message_start (its id, model and input token count are unknown)"
+# A tool_use block whose content_block_start has no 'input' (llama.cpp's server, build 11434): the API
+# starts every tool_use with "input": {} and sends the arguments in input_json_delta events, as this
+# server then does too. The block starts with {} and is built from its deltas as usual.
+NO_START_INPUT = "a tool_use block started without 'input' (its arguments came in its deltas, as usual)"
 UNSTARTED = {"id": "msg_unknown", "type": "message", "role": "assistant", "content": [], "model": "unknown",
              "stop_reason": None, "stop_sequence": None, "usage": {"input_tokens": 0, "output_tokens": 0}}
 
@@ -247,8 +251,9 @@ class MessageAccumulator:
     out of order or of the wrong shape raise MalformedResponseError; an `error` event raises
     the typed error a non-streamed call would (OverloadedError for `overloaded_error`, ...).
     `ping` and event or delta types this code does not know are ignored, as the API asks.
-    One deviation of a real server is accepted and listed in `deviations`: a stream that
-    begins with `content_block_start`, without `message_start` (llama.cpp's, see UNSTARTED).
+    Two deviations of a real server are accepted and listed in `deviations`: a stream that
+    begins with `content_block_start`, without `message_start` (llama.cpp's, see UNSTARTED),
+    and a `tool_use` block started without `input` (llama.cpp's too, see NO_START_INPUT).
 
     A tool call whose JSON never completed (cut off by `max_tokens`) gets `input: {}`, as a
     non-streamed answer gives it, and is listed in `incomplete`, so the caller can say so
@@ -307,6 +312,10 @@ class MessageAccumulator:
         if index != len(content) or not _is_index(index):
             raise self._malformed(f"content_block_start for block {_short(index)} where block {len(content)} "
                                   f"was expected (blocks start in order, from 0)")
+        if isinstance(block, dict) and block.get("type") == "tool_use" and "input" not in block:
+            block = {**block, "input": {}}  # llama.cpp's server leaves it out; its deltas bring the arguments
+            if NO_START_INPUT not in self.deviations:
+                self.deviations.append(NO_START_INPUT)
         problem = wire.block_problem(block)
         if problem:
             raise self._malformed(f"content_block_start for block {index}: {problem}")

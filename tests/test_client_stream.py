@@ -522,3 +522,20 @@ def test_llamacpps_stream_without_message_start_is_kept_and_says_so():
     assert message["id"] == "msg_unknown" and message["usage"]["input_tokens"] == 0
     assert client.last.stream["deviations"] == ["the stream began without message_start (its id, model and "
                                                 "input token count are unknown)"]
+
+
+@both
+def test_llamacpps_tool_use_started_without_input_is_built_from_its_deltas_and_says_so():
+    """llama.cpp's server (build 11434) starts a tool_use block with no 'input' (the API sends {}), then
+    sends its arguments as input_json_delta, keeping every block open until the end (notebook 06's demo
+    question, SmolLM2-135M, max_tokens 300): its bytes, replayed. Each call gets the input its deltas built."""
+    body = (Path(__file__).parent / "data" / "llamacpp-stream-tool-use-without-input.sse").read_bytes()
+    assert b'"content_block":{"type":"tool_use","id":"6p3kilVrtlp3v656O8vQcPPUiGVUCYpH","name":"calculate"}}' in body
+    client, seen, _ = make(sse(body))
+    message = client.create(HELLO, stream=True)
+    calls = [b for b in message["content"] if b["type"] == "tool_use"]
+    assert [c["input"] for c in calls] == [{"expression": "<value>"}, {"expression": "<value_2>"},
+                                           {"expression": "<value_2_2>"}, {}]  # the last one cut by max_tokens
+    assert message["stop_reason"] == "max_tokens" and message["content"][0]["text"].startswith("可以在")
+    assert client.last.stream["deviations"] == ["a tool_use block started without 'input' (its arguments came "
+                                                "in its deltas, as usual)"]
