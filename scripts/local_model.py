@@ -293,6 +293,8 @@ def main(argv: list[str] | None = None) -> int:
         if name == "run":
             verb.add_argument("command", nargs=argparse.REMAINDER, help="-- then the command")
     args = parser.parse_args(argv)
+    for stop in (signal.SIGTERM, signal.SIGHUP):  # `kill`, a closed terminal: unwind, so the server is stopped too
+        signal.signal(stop, lambda number, frame: sys.exit(128 + number))
     if args.verb == "env":
         print(json.dumps({"cache": str(cache_root()), "server": str(server_path()), "built": server_path().exists(),
                           "model": str(model_path()), "fetched": model_path().exists(), "model_name": MODEL_NAME},
