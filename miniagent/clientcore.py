@@ -131,6 +131,7 @@ class Exchange:
     waited: float = 0.0  # the back-off before the next attempt, if there was one
     attempt: int = 1
     stream: dict | None = None  # a streamed attempt: {"events": n, "bytes": n, "complete": bool}
+    usage: dict | None = None  # an answer's usage in the Messages API's terms, whatever the wire format
 
     def to_dict(self) -> dict:
         record = {"attempt": self.attempt, "request": self.request, "status": self.status,
@@ -308,8 +309,11 @@ class ClientCore:
         if not response.is_success:
             raise self._refused(record, response, raw)
         payload = wire.decode_json(raw)
-        record.response = self._record_of(payload, raw, secret=False)
-        return self._checked(payload, raw, response, problem)
+        record.response = self._record_of(payload, raw, secret=False)  # as it came: the wire's own shape
+        checked = self._checked(payload, raw, response, problem)
+        if isinstance(checked, dict) and isinstance(checked.get("usage"), dict):
+            record.usage = self.format.usage(checked["usage"])
+        return checked
 
     def _refused(self, record: Exchange, response: httpx.Response, raw: bytes) -> _Retryable:
         """An error response (4xx, 5xx), recorded, as the typed error (`_wait_after` decides on a retry)."""
@@ -558,6 +562,8 @@ class StreamCore:
         self.message, self._state = message, "done"
         self.client.usage.add(message["usage"])
         self._update_record(response=self.client._record_of(message, b"", secret=False), complete=True)
+        if self._record is not None:
+            self._record.usage = message["usage"]
 
     def _stream_error(self, kind: str, why: str) -> StreamError:
         return StreamError(f"the stream {why}, {self.accumulator.progress()}", type=kind,

@@ -822,6 +822,9 @@ class AnthropicFormat:
     def request(self, body: dict) -> dict:
         return body
 
+    def usage(self, usage: dict) -> dict:
+        return usage
+
     def problem(self, payload: Any) -> str | None:
         return message_problem(payload)
 
@@ -863,6 +866,9 @@ class OpenAIFormat:
 
     def request(self, body: dict) -> dict:
         return to_openai_request(body, max_tokens_field=self.max_tokens_field)
+
+    def usage(self, usage: dict) -> dict:
+        return from_openai_usage(usage)
 
     def problem(self, payload: Any) -> str | None:
         return completion_problem(payload)

@@ -73,6 +73,22 @@ def test_endpoint_is_where_and_how_the_client_itself_sends(preset):
     assert CANARY in (headers.get("x-api-key") or headers["authorization"])
 
 
+@pytest.mark.parametrize("preset", ["anthropic", "deepseek"])
+def test_each_answer_s_record_keeps_its_usage_in_the_messages_api_s_terms(preset):
+    from miniagent import providers
+
+    format = providers.preset(preset).wire_format()
+    wire_usage = {"prompt_tokens": 30, "completion_tokens": 1, "total_tokens": 31,
+                  "prompt_tokens_details": {"cached_tokens": 20}}
+    answer = {**OPENAI_OK, "usage": wire_usage} if format.name == "openai" else {
+        **OK, "usage": {"input_tokens": 10, "cache_read_input_tokens": 20, "output_tokens": 1}}
+    c = Client(api_key=CANARY, base_url="https://api.test", format=format,
+               transport=httpx.MockTransport(lambda r: httpx.Response(200, json=answer)))
+    c.create(HELLO)
+    assert c.last.usage == {"input_tokens": 10, "cache_read_input_tokens": 20, "output_tokens": 1}
+    assert c.last.response["usage"] == answer["usage"]  # the record itself stays as it came
+
+
 def test_optional_fields_left_out_when_unset():
     c, _, _ = make([])
     body = c.body(HELLO, tools=None, tool_choice=None, stop_sequences=None, temperature=None)

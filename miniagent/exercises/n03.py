@@ -64,7 +64,7 @@ def check_03_1(budget_react: Any) -> None:
                        case_zh=case_zh, max_iterations=30)
     calls, used, stop_after, used_then = _ok_calls(client), 0, None, 0
     for n, exchange in enumerate(calls, 1):
-        usage = exchange.response["usage"]
+        usage = exchange.usage
         used += usage["input_tokens"] + usage["output_tokens"]
         if used > budget and stop_after is None:
             stop_after, used_then = n, used

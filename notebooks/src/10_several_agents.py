@@ -236,7 +236,7 @@ for e in tight.trace.of_type("tool_result"):
 if not tight.trace.of_type("tool_result"):  # live, a small model may answer alone
     print("  (the model asked no specialist)")
 made = [e for e in llm.exchanges if e.status == 200][-stopped.usage.calls:]  # this run's model calls
-sizes = [input_billed(e.response["usage"]) + e.response["usage"]["output_tokens"] for e in made]
+sizes = [input_billed(e.usage) + e.usage["output_tokens"] for e in made]
 print(f"spent {stopped.usage.total_tokens:,} tokens in {len(sizes)} calls; the largest call: {max(sizes):,}")
 print("spent <= 400 + the largest call:", stopped.usage.total_tokens <= 400 + max(sizes))
 
@@ -270,7 +270,7 @@ def research_team(budget=None):
 for budget in (None, 1_000) if llm.mode == "offline" else (1_000,):  # live, only the budgeted tree: 40 agents is slow
     team_llm.exchanges.clear()
     run = research_team(budget).run("Research the topic of solar power, please.")
-    sizes = [input_billed(e.response["usage"]) + e.response["usage"]["output_tokens"]
+    sizes = [input_billed(e.usage) + e.usage["output_tokens"]
              for e in team_llm.exchanges if e.status == 200]
     print(f"token_budget={budget}: {sum(sizes):,} tokens in {len(sizes)} calls, the largest {max(sizes):,}; "
           f"stop: {run.stop}")
@@ -346,8 +346,9 @@ print(handed.text)
 
 # %%
 for exchange in [e for e in desk_llm.exchanges if e.status == 200]:
-    body = exchange.request["body"]
-    print(f"system: {body.get('system')!r:60.60} tools: {[t['name'] for t in body.get('tools', [])]}")
+    body = exchange.request["body"]  # as sent: in Chat Completions' shape under such a preset (notebook 08)
+    system = body.get("system") or next((m["content"] for m in body["messages"] if m["role"] == "system"), None)
+    print(f"system: {system!r:60.60} tools: {[t.get('name') or t['function']['name'] for t in body.get('tools', [])]}")
 
 # %% [markdown]
 # ## A plan the model keeps
