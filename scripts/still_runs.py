@@ -5,6 +5,7 @@
     python scripts/still_runs.py run all-presets              # the mock posing as each provider preset
     python scripts/still_runs.py ledger                       # docs/still-runs.md from docs/still-runs/*.json
     python scripts/still_runs.py real                         # make test-real: the local model, every preset, the ledger
+    python scripts/still_runs.py eval llamacpp                # make eval on a backend, its totals into the ledger
     python scripts/still_runs.py backends                     # the backends and what each one is
     MINIAGENT_LOCAL_PORT=8080 python scripts/still_runs.py run llamacpp --notebooks 02   # a server already up
 
@@ -287,6 +288,54 @@ def run_programs(env: dict[str, str]) -> list[dict]:
                      _streamed_page)]
 
 
+# --- the evaluation (make eval) on a backend ----------------------------------------------------------
+
+EVALS = RESULTS / "evals"
+
+
+def run_eval(name: str) -> dict:
+    """Both configurations of `make eval` (miniagent.evals, all 36 tasks) on a backend; the totals, recorded."""
+    with backend(name) as (env, used):
+        script = ("import json, sys\nfrom miniagent import evals\nfrom miniagent.client import connect\n"
+                  "client = connect(quiet=True)\nout = {'model': client.model, 'reports': {}}\n"
+                  "for name in ('precise', 'vague'):\n"
+                  "    report = evals.run(evals.CONFIGS[name], client=client, progress=lambda done, of, row: print(\n"
+                  "        f'  [{done}/{of}] {name}: {row.id} {\"pass\" if row.passed else \"FAIL\"} in {row.seconds:.1f} s',\n"
+                  "        file=sys.stderr, flush=True))\n"
+                  "    called = sum(1 for row in report.rows if row.tool_calls)\n"
+                  "    out['reports'][name] = {**report.totals(), 'tasks_with_a_tool_call': called}\n"
+                  "print(json.dumps(out))\n")
+        print(f"still_runs: make eval's two configurations on {name}", flush=True)
+        done = subprocess.run([sys.executable, "-c", script], env=env, cwd=ROOT, stdout=subprocess.PIPE, text=True)
+        if done.returncode:
+            raise SystemExit(f"still_runs: the evaluation on {name} failed (exit {done.returncode})")
+    record = {"backend": name, "what": backends().get(name, name), "versions": versions(used),
+              **json.loads(done.stdout.strip().splitlines()[-1])}
+    EVALS.mkdir(parents=True, exist_ok=True)
+    (EVALS / f"{name}.json").write_text(json.dumps(record, indent=1, ensure_ascii=False) + "\n")
+    return record
+
+
+def eval_table() -> list[str]:
+    records = [json.loads(p.read_text()) for p in sorted(EVALS.glob("*.json"))] if EVALS.exists() else []
+    if not records:
+        return []
+    order = list(backends())
+    records.sort(key=lambda r: order.index(r["backend"]) if r["backend"] in order else len(order))
+    lines = ["", "## make eval on each backend", "",
+             "The 36 graded tasks of notebook 13 (`python -m miniagent.evals`), both configurations. On the",
+             "mock, the scripted brain decides what is called; on the local model, the model does.", "",
+             "| backend | model | config | passed | tasks that called a tool | input tokens | output tokens | cost (USD) | seconds | date |",
+             "|---|---|---|---|---|---|---|---|---|---|"]
+    for rec in records:
+        for config, t in rec["reports"].items():
+            cost = "unknown" if t["cost"] is None else f"{t['cost']:.4f}"
+            lines.append(f"| `{rec['backend']}` | {rec['model']} | {config} | {t['passed']}/{t['tasks']} "
+                         f"| {t['tasks_with_a_tool_call']}/{t['tasks']} | {t['input_tokens']:,.0f} | {t['output_tokens']:,.0f} "
+                         f"| {cost} | {t['seconds']:.0f} | {rec['versions']['date']} |")
+    return lines
+
+
 # --- the ledger ---------------------------------------------------------------------------------------
 
 
@@ -327,6 +376,7 @@ def ledger() -> str:
         for name, p in programs:
             result = "✓" if p["clean"] else "✗ " + "; ".join(f["error"][:200] for f in p["failures"])
             lines.append(f"| `{name}` | {p['program']} | {result} | {p['seconds']:.0f} |")
+    lines += eval_table()
     seconds_of = {rec["backend"]: {r["notebook"][:2]: r["seconds"] for r in rec["results"]} for rec in records}
     lines += ["", "## Seconds per notebook", "", "| backend | " + " | ".join(names) + " |",
               "|---|" + "---|" * len(names)]
@@ -383,11 +433,17 @@ def main(argv: list[str] | None = None) -> int:
     one.add_argument("--notebooks", help="which, by number: 00,01,05 (default: all)")
     verbs.add_parser("ledger", help=f"write {LEDGER.relative_to(ROOT)} from the recorded runs")
     verbs.add_parser("backends", help="list the backends")
+    evaluate = verbs.add_parser("eval", help="make eval's two configurations on a backend, recorded for the ledger")
+    evaluate.add_argument("backend")
     verbs.add_parser("real", help="make test-real: the local model (notebooks and programs), every preset's route, the ledger")
     args = parser.parse_args(argv)
     if args.verb == "backends":
         for name, what in backends().items():
             print(f"{name:24} {what}")
+        return 0
+    if args.verb == "eval":
+        run_eval(args.backend)
+        LEDGER.write_text(ledger())
         return 0
     if args.verb == "real":
         return 0 if real() else 1

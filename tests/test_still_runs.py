@@ -56,3 +56,16 @@ def test_a_partial_run_keeps_the_notebooks_and_programs_it_did_not_run(results_d
     kept = json.loads((results_dir / "mock.json").read_text())
     assert [(r["notebook"], r["clean"]) for r in kept["results"]] == [("00_setup.ipynb", True), ("01_llm_call.ipynb", True)]
     assert kept["programs"] == old["programs"]
+
+
+def test_the_evaluation_s_totals_go_into_the_ledger_an_unknown_cost_said_so(results_dir):
+    totals = {"passed": 1, "tasks": 36, "pass_rate": 1 / 36, "input_tokens": 52000, "output_tokens": 9000,
+              "model_calls": 80, "seconds": 400.0, "cost": None, "tasks_with_a_tool_call": 3}
+    (results_dir / "evals").mkdir()
+    (results_dir / "evals" / "llamacpp.json").write_text(json.dumps(
+        {"backend": "llamacpp", "what": "", "versions": VERSIONS, "model": "smollm2-135m-instruct",
+         "reports": {"precise": totals, "vague": {**totals, "passed": 0, "cost": 0.5}}}))
+    text = still_runs.ledger()
+    assert ("| `llamacpp` | smollm2-135m-instruct | precise | 1/36 | 3/36 | 52,000 | 9,000 | unknown | 400 | 2026-12-02 |"
+            in text)
+    assert "| vague | 0/36 | 3/36 | 52,000 | 9,000 | 0.5000 |" in text
