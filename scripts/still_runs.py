@@ -290,7 +290,8 @@ def run_programs(env: dict[str, str]) -> list[dict]:
 
 # --- the evaluation (make eval) on a backend ----------------------------------------------------------
 
-EVALS = RESULTS / "evals"
+def evals_dir() -> Path:
+    return RESULTS / "evals"
 
 
 def run_eval(name: str) -> dict:
@@ -311,13 +312,13 @@ def run_eval(name: str) -> dict:
             raise SystemExit(f"still_runs: the evaluation on {name} failed (exit {done.returncode})")
     record = {"backend": name, "what": backends().get(name, name), "versions": versions(used),
               **json.loads(done.stdout.strip().splitlines()[-1])}
-    EVALS.mkdir(parents=True, exist_ok=True)
-    (EVALS / f"{name}.json").write_text(json.dumps(record, indent=1, ensure_ascii=False) + "\n")
+    evals_dir().mkdir(parents=True, exist_ok=True)
+    (evals_dir() / f"{name}.json").write_text(json.dumps(record, indent=1, ensure_ascii=False) + "\n")
     return record
 
 
 def eval_table() -> list[str]:
-    records = [json.loads(p.read_text()) for p in sorted(EVALS.glob("*.json"))] if EVALS.exists() else []
+    records = [json.loads(p.read_text()) for p in sorted(evals_dir().glob("*.json"))]
     if not records:
         return []
     order = list(backends())
