@@ -293,6 +293,7 @@ def main(argv: list[str] | None = None) -> int:
         verb.add_argument("--log", type=Path, help="write the server's output to this file")
         verb.add_argument("--max-tokens", type=int, default=0,
                           help="cut every answer at this many tokens, whatever a request asks (default: no cut)")
+        verb.add_argument("--seed", type=int, help="the sampling seed of requests that send none (default: random)")
         if name == "run":
             verb.add_argument("command", nargs=argparse.REMAINDER, help="-- then the command")
     args = parser.parse_args(argv)
@@ -311,7 +312,7 @@ def main(argv: list[str] | None = None) -> int:
     command = [c for c in getattr(args, "command", []) if c != "--"] if args.verb == "run" else []
     if args.verb == "run" and not command:
         parser.error("run needs a command after --")
-    with serving(args.port or None, log=args.log, max_tokens=args.max_tokens or None) as port:
+    with serving(args.port or None, log=args.log, max_tokens=args.max_tokens or None, seed=args.seed) as port:
         environment = settings(port, args.format)
         shown = " ".join(f"{k}={v}" for k, v in environment.items())
         say(f"{MODEL_LABEL} served at http://127.0.0.1:{port} ({args.format} format); {shown}")
