@@ -21,6 +21,7 @@
 
 # %%
 import json
+import time
 
 import miniagent
 from miniagent import providers
@@ -31,6 +32,16 @@ claude = llm if llm.format.name == "anthropic" else miniagent.connect(offline=Tr
 deepseek = llm if llm.format.name == "openai" else miniagent.connect(offline=True, provider="deepseek")
 tools = miniagent.default_tools()
 DEMO = "现在几点了？顺便帮我算一下 (1024 + 768) * 2，再告诉我北京和上海的天气。"
+
+
+def post(client, body):
+    """POST `body` by hand to the client's endpoint; a 429 or 529 (busy: try again) is tried again, as in notebook 01."""
+    url, headers = client.endpoint()
+    for attempt in range(3):
+        reply = client.http.post(url, json=body, headers=headers)
+        if reply.status_code not in (429, 529) or attempt == 2:
+            return reply
+        time.sleep(float(reply.headers.get("retry-after", 1)))
 
 
 def show(value, limit=900):
@@ -57,7 +68,7 @@ anthropic_body = {"model": claude.model, "max_tokens": 200, "system": "Answer br
                   "messages": [{"role": "user", "content": question}]}
 url, headers = claude.endpoint()
 print("POST", url, "| headers:", ", ".join(headers))
-reply = claude.http.post(url, json=anthropic_body, headers=headers)
+reply = post(claude, anthropic_body)
 anthropic_answer = reply.json()
 show({k: anthropic_answer[k] for k in ("content", "stop_reason", "usage")})
 
@@ -75,7 +86,7 @@ openai_body = {"model": deepseek.model, "max_tokens": 200,
                                                            "parameters": weather["input_schema"]}}]}
 url, headers = deepseek.endpoint()
 print("POST", url, "| headers:", ", ".join(headers))
-openai_answer = deepseek.http.post(url, json=openai_body, headers=headers).json()
+openai_answer = post(deepseek, openai_body).json()
 show({k: openai_answer[k] for k in ("choices", "usage")})
 
 # %% [markdown]
@@ -98,15 +109,14 @@ message = openai_answer["choices"][0]["message"]
 if not message.get("tool_calls"):  # a live model may answer in words: go on from the mock's scripted call
     print("the model answered without calling a tool:", json.dumps(message.get("content"))[:80], "| the mock's call instead")
     mock = miniagent.connect(offline=True, provider="deepseek", quiet=True)
-    mock_url, mock_headers = mock.endpoint()
-    openai_answer = mock.http.post(mock_url, json={**openai_body, "model": mock.model}, headers=mock_headers).json()
+    openai_answer = post(mock, {**openai_body, "model": mock.model}).json()
     message = openai_answer["choices"][0]["message"]
 call = message["tool_calls"][0]
 output = tools.run({"type": "tool_use", "id": call["id"], "name": call["function"]["name"],
                     "input": json.loads(call["function"]["arguments"])})["content"]
 follow_up = {**openai_body, "messages": [*openai_body["messages"], message,
                                          {"role": "tool", "tool_call_id": call["id"], "content": output}]}
-reply = deepseek.http.post(url, json=follow_up, headers=headers)
+reply = post(deepseek, follow_up)
 print(reply.status_code, reply.json()["choices"][0]["finish_reason"], "|",
       reply.json()["choices"][0]["message"]["content"])
 
@@ -120,7 +130,7 @@ print(reply.status_code, reply.json()["choices"][0]["finish_reason"], "|",
 # %%
 orphan = {**openai_body, "messages": [*openai_body["messages"],
                                       {"role": "tool", "tool_call_id": call["id"], "content": output}]}
-reply = deepseek.http.post(url, json=orphan, headers=headers)
+reply = post(deepseek, orphan)
 print(reply.status_code if reply.is_error else f"{reply.status_code}: this server took it; OpenAI's API (and the mock) say 400")
 show(reply.json())
 
@@ -189,8 +199,8 @@ print(tools.run(block)["content"])
 # %%
 streamed = {**providers.to_openai_request({"model": deepseek.model, "max_tokens": 300, "tools": tools.schemas(),
                                            "messages": [{"role": "user", "content": DEMO}]}), "stream": True}
-with deepseek.http.stream("POST", url, json=streamed, headers=headers) as reply:
-    lines = [line for line in reply.iter_lines() if line.startswith("data:")]
+reply = post(deepseek, streamed)  # the whole stream at once: its lines are what we read here
+lines = [line for line in reply.iter_lines() if line.startswith("data:")]
 chunks = [json.loads(line[5:]) for line in lines if line != "data: [DONE]"]
 deltas = [chunk["choices"][0]["delta"] for chunk in chunks if chunk.get("choices")]
 calls = [piece for delta in deltas for piece in delta.get("tool_calls") or []]
