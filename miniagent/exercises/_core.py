@@ -195,6 +195,19 @@ def _mock_client(history: int = 200) -> Any:
     return connect(offline=True, quiet=True, history=history)
 
 
+def _graded_live(problem: Callable[[Any], Any], client: Any, said: tuple[str, str]) -> Any:
+    """`problem(client)`; when the client is live and that finds something, grade on the check's own
+    mock instead, saying so (`said`: what was found, in English and Chinese). A live model may call no
+    tool (a small one rarely calls any) or call one at random, which says nothing of the learner's code:
+    the mock, which reads names and descriptions, decides."""
+    found = problem(client)
+    if found and getattr(client, "mode", None) == "live":
+        print(_say(f"(live, {said[0](found)}: graded on the check's own mock instead)",
+                   f"（在线时，{said[1](found)}：改用检查自己的 mock 来评分）"))
+        found = problem(_mock_client())
+    return found
+
+
 def _fused(script: Callable[[dict], dict], limit: int) -> Callable[[dict], dict]:
     """`script`, until `limit` calls have been answered; then a 400 that ends any loop still calling."""
     calls = [0]

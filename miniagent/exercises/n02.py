@@ -8,8 +8,8 @@ import math
 import operator
 from typing import Any, Callable
 
-from miniagent.exercises._core import (_check_callable, _clip, _exercise, _kind, _mock_client, _raised, _run,
-                                       _say, _show, not_yet, wrong_kind)
+from miniagent.exercises._core import (_check_callable, _clip, _exercise, _graded_live, _kind, _raised, _run,
+                                       _show, not_yet, wrong_kind)
 
 
 def _as_tool(answer: Any, name: str, name_zh: str | None = None) -> Any:
@@ -78,13 +78,7 @@ def check_02_1(time_tool: Any, client: Any) -> None:
                     "描述里只写这个工具做什么，别的不写")
         return None
 
-    found = problem(client)
-    if found and getattr(client, "mode", None) == "live":
-        # A live model may call no tool at all (a small one rarely does) or call one at random, which
-        # says nothing of the description: the check's own mock, which reads names and descriptions, decides.
-        print(_say(f"(live, {found[0].split(':')[0]}: graded on the check's own mock instead)",
-                   f"（在线时，{found[1].split('：')[0]}：改用检查自己的 mock 来评分）"))
-        found = problem(_mock_client())
+    found = _graded_live(problem, client, (lambda f: f[0].split(":")[0], lambda f: f[1].split("：")[0]))
     if found:
         not_yet(found[0], zh=found[1])
     if learner.description.strip().startswith("Your description here"):

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from miniagent.exercises._core import (_check_callable, _clip, _exercise, _kind, _mock_client, _run, _say, _show,
+from miniagent.exercises._core import (_check_callable, _clip, _exercise, _graded_live, _kind, _mock_client, _run, _say, _show,
                                        not_yet, wrong_kind)
 from miniagent.exercises.n02 import _as_tool  # the same rules for "is this a tool?" as in 02
 
@@ -50,13 +50,7 @@ def check_05_1(population_tool: Any, client: Any) -> None:
                     _say(": return the population, a number", "：应该返回人口，一个数字"))
         return None
 
-    found = problem(client)
-    if found and getattr(client, "mode", None) == "live":
-        # A live model may not pick the tool (a small one rarely calls any) or may ask it oddly, which
-        # says nothing of the answer: the check's own mock, which reads names and descriptions, decides.
-        print(_say(f"(live, {found[0]}: graded on the check's own mock instead)",
-                   f"（在线时，{found[1]}：改用检查自己的 mock 来评分）"))
-        found = problem(_mock_client())
+    found = _graded_live(problem, client, (lambda f: f[0], lambda f: f[1]))
     if found:
         not_yet(found[0] + found[2], zh=found[1] + found[2])
 
