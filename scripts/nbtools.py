@@ -24,10 +24,14 @@ Cells tagged `raises-exception` may raise; any other error stops with the cell s
 Widget state (`metadata.widgets`) is stripped: GitHub will not render a notebook whose
 widget state is incomplete, and nbval ignores widget views anyway. Paths of the machine
 that ran the notebook (in the tracebacks of cells that raise on purpose) are made
-relative to the repository, so saved outputs hold no machine's folders. A cell whose
-new outputs differ from its saved ones only where the nbval sanitize file allows
-(clocks, durations; images nbval does not compare) keeps its saved outputs, so
-rebuilding an unchanged notebook leaves no diff.
+relative to the repository, so saved outputs hold no machine's folders.
+
+A notebook's saved outputs are always one execution's. When every output of the new run
+equals the saved one as nbval compares it (clocks and durations sanitised, see
+tests/nbval-sanitize.cfg) and every figure is byte for byte the same, the saved notebook
+is kept as it was, so rebuilding an unchanged notebook leaves no diff; otherwise every
+cell takes the new run's outputs, so a number printed twice, or printed and plotted,
+always comes from the same run.
 """
 
 from __future__ import annotations
@@ -112,8 +116,11 @@ def _rules() -> list[tuple[re.Pattern, str]]:
     return [(re.compile(config[name]["regex"]), config[name]["replace"]) for name in config.sections()]
 
 
-def _as_compared(outputs: list, rules: list[tuple[re.Pattern, str]]) -> str:
-    """Outputs as nbval sees them: streams merged, only compared parts, varying parts sanitised."""
+def _as_compared(outputs: list, rules: list[tuple[re.Pattern, str]], images: bool = False) -> str:
+    """Outputs as nbval sees them: streams merged, only compared parts, varying parts sanitised.
+
+    With `images`, each figure's bytes too (nbval skips them; the one-run rule does not).
+    """
     seen = []
     for out in coalesce_streams([nbformat.from_dict(json.loads(json.dumps(o))) for o in outputs]):
         if out.output_type == "stream":
@@ -125,28 +132,34 @@ def _as_compared(outputs: list, rules: list[tuple[re.Pattern, str]]) -> str:
     text = json.dumps(seen, ensure_ascii=False)
     for pattern, replace in rules:
         text = pattern.sub(replace, text)
+    if images:  # after sanitising: base64 may hold a run of digits that looks like "12s"
+        text += json.dumps([out.get("data", {}).get("image/png") for out in outputs])
     return text
 
 
-def keep_unchanged(nb: nbformat.NotebookNode, previous: nbformat.NotebookNode | None) -> int:
-    """Give back their saved outputs to the cells whose new outputs nbval would call equal.
+def _signature(nb: nbformat.NotebookNode | None, rules: list[tuple[re.Pattern, str]]) -> list:
+    """What must be equal for two runs of a notebook to count as the same run."""
+    return [(c.get("id"), c.source, _as_compared(c.outputs, rules, images=True))
+            for c in (nb.cells if nb else []) if c.cell_type == "code"]
 
-    A clock, a duration or a plot of a timing differs on every run; where that is all
-    that differs, the saved bytes stay, so rebuilding an unchanged notebook leaves no
-    diff and a real change stands out. Returns how many cells changed.
+
+def keep_unchanged(nb: nbformat.NotebookNode, previous: nbformat.NotebookNode | None) -> bool:
+    """Give the saved outputs back to every cell if the new run changed nothing nbval compares.
+
+    All or nothing: a clock or a duration differs on every run, and where that is all that
+    differs (in every cell, figures byte for byte the same) the saved bytes stay, so a rebuild
+    leaves no diff. If anything else differs, no cell keeps its old outputs: a notebook never
+    shows one run's number beside another run's (nor a figure drawn from other data than the
+    text beside it). Returns whether the saved outputs were kept.
     """
-    old = {c.get("id"): c for c in (previous.cells if previous else []) if c.cell_type == "code"}
-    rules, changed = _rules(), 0
-    for cell in nb.cells:
-        before = old.get(cell.get("id"))
-        if cell.cell_type != "code":
-            continue
-        if before is not None and before.source == cell.source and \
-                _as_compared(before.outputs, rules) == _as_compared(cell.outputs, rules):
-            cell.outputs = before.outputs
-        else:
-            changed += 1
-    return changed
+    rules = _rules()
+    if previous is None or _signature(nb, rules) != _signature(previous, rules):
+        return False
+    saved = [c for c in previous.cells if c.cell_type == "code"]
+    for cell, before in zip([c for c in nb.cells if c.cell_type == "code"], saved):
+        cell.outputs = before.outputs
+        cell.execution_count = before.get("execution_count")
+    return True
 
 
 def execute(path: Path, previous: nbformat.NotebookNode | None = None) -> float:
@@ -162,11 +175,12 @@ def execute(path: Path, previous: nbformat.NotebookNode | None = None) -> float:
     for cell in nb.cells:
         if cell.cell_type == "code":
             cell.outputs = coalesce_streams(cell.outputs)  # one stream per name: how a cell flushes is noise
-    keep_unchanged(nb, previous)
+    kept = keep_unchanged(nb, previous)
     for cell in nb.cells:
         cell.metadata.pop("execution", None)  # per-run timings: noise in every diff
     nb.metadata["kernelspec"] = {"display_name": "Python 3", "language": "python", "name": "python3"}
     nbformat.write(nb, path)
+    print(f"{path}: {'unchanged (the saved run kept)' if kept else 'the outputs of this run saved'}")
     return time.perf_counter() - started
 
 
