@@ -73,6 +73,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import copy
+import errno
 import json
 import logging
 import os
@@ -886,6 +887,63 @@ class GuardedH11Protocol(H11Protocol):
 # What `main` gives uvicorn (and a test or a notebook may too): the bounds above, in uvicorn's words.
 SERVER_OPTIONS: dict[str, Any] = {"http": GuardedH11Protocol, "limit_concurrency": MAX_CONNECTIONS,
                                   "timeout_keep_alive": KEEP_ALIVE_SECONDS}
+
+
+class PortInUseError(OSError):
+    """The port asked for is taken: by an earlier run of the same cell, another kernel, another program."""
+
+
+def listen(host: str = "127.0.0.1", port: int = 0) -> socket.socket:
+    """A listening socket on `host`:`port` (0: a free port the system picks); a taken port is PortInUseError at once."""
+    try:
+        return socket.create_server((host, port), family=socket.AF_INET6 if ":" in host else socket.AF_INET)
+    except OSError as err:
+        reason = os.strerror(err.errno) if err.errno else str(err)  # without create_server's long addition
+        if err.errno != errno.EADDRINUSE:
+            raise OSError(err.errno, f"cannot listen on {host} port {port}: {reason}") from err
+        raise PortInUseError(err.errno, f"cannot listen on {host} port {port} ({reason}): something else serves "
+                             "there, perhaps an earlier run of this cell or another notebook. Stop that one "
+                             "(server.should_exit = True) or pass port=0, which takes a free port") from err
+
+
+def serve_in_thread(app: Any, *, host: str = "127.0.0.1", port: int = 0, timeout: float = 10.0,
+                    **options: Any) -> tuple[Any, str]:
+    """Serve `app` with uvicorn on a thread of this process; (server, base URL) once it accepts connections.
+
+    Port 0, the default, takes a free port, so a re-run cell, a second kernel or a neighbour
+    on a shared machine never collide. A given port that is taken raises PortInUseError at
+    once: the socket is bound here, before the thread starts, so there is never a wait for a
+    server that cannot start (uvicorn, failing to bind in a thread, only ends that thread).
+    A server that stops while starting, or is not up within `timeout` seconds, is a
+    RuntimeError. `options` go to `uvicorn.Config`. Stop it with `server.should_exit = True`.
+    """
+    import threading
+
+    import uvicorn
+
+    sock = listen(host, port)
+    bound = sock.getsockname()[1]
+    server = uvicorn.Server(uvicorn.Config(app, **{"log_level": "warning", **options}))
+
+    def run() -> None:
+        try:
+            server.run(sockets=[sock])
+        except SystemExit:  # uvicorn's way to say it could not start (it logged why): raised below, as an error
+            pass
+
+    thread = threading.Thread(target=run, name="miniagent-serve", daemon=True)
+    thread.start()
+    deadline = time.monotonic() + timeout
+    while not server.started:
+        if not thread.is_alive() or time.monotonic() > deadline:
+            server.should_exit = True
+            sock.close()
+            why = "stopped while starting (its log says why)" if not thread.is_alive() else \
+                f"was not up within {timeout:g} s"
+            raise RuntimeError(f"the server on {host} port {bound} {why}")
+        time.sleep(0.01)
+    shown = f"[{host}]" if ":" in host else host
+    return server, f"http://{shown}:{bound}"
 
 
 # --- the command line ------------------------------------------------------------------

@@ -146,6 +146,9 @@ def test_00_1_reference_and_odd_but_valid():
     llm = offline()
     done(exercises.check_00_1(llm.create([{"role": "user", "content": "Tell me about the moon."}], max_tokens=20), llm))
     done(exercises.check_00_1(llm.create([{"role": "user", "content": "Hi"}], max_tokens=3, system="Be brief."), llm))
+    import copy
+    one = llm.create([{"role": "user", "content": "Hi"}], max_tokens=1)  # one token, kept as a deep copy
+    done(exercises.check_00_1(copy.deepcopy(one), llm))
 
 
 def test_00_1_wrong_answers():
@@ -160,6 +163,10 @@ def test_00_1_wrong_answers():
     not_yet(exercises.check_00_1(forged, llm), "'end_turn'")
     wrong_kind(exercises.check_00_1(text_of(full), llm), "not a str")
     wrong_kind(exercises.check_00_1({"model": "m", "max_tokens": 20, "messages": []}, llm), "max_tokens")
+    cut = llm.create([{"role": "user", "content": "Hello! Who are you?"}], max_tokens=20)
+    wrong_kind(exercises.check_00_1(cut["content"], llm), "the dict that llm.create(...) returns", "not a list")
+    wrong_kind(exercises.check_00_1(cut["usage"], llm), "the whole response", "output_tokens")  # a part of it
+    wrong_kind(exercises.check_00_1(llm.last, llm), "not an Exchange")  # the record, not the response
 
 
 # --- 01 -----------------------------------------------------------------------------------
@@ -194,6 +201,7 @@ def test_01_1_reference_and_odd_but_valid(nb01):
     done(exercises.check_01_1(nb01.post({**nb01.body, "system": "Answer in French."})))
     blocks_system = [{"type": "text", "text": "You are helpful."}, {"type": "text", "text": "Réponds en FRENCH."}]
     done(exercises.check_01_1(nb01.post({**nb01.body, "system": blocks_system})))
+    done(exercises.check_01_1(nb01.post({**nb01.body, "system": "Réponds toujours en français."})))  # in French
 
 
 def test_01_1_wrong_answers(nb01):
@@ -204,6 +212,11 @@ def test_01_1_wrong_answers(nb01):
     not_yet(exercises.check_01_1(nb01.post({**nb01.body, "system": "Answer in Spanish."})), "does not ask for French")
     not_yet(exercises.check_01_1(nb01.post({**nb01.body, "system": "Answer in French.", "model": None})),
             "the API answered 400")
+    in_the_question = {**nb01.body, "messages": [{"role": "user", "content": "Answer in French. "
+                                                   + nb01.body["messages"][0]["content"]}]}
+    not_yet(exercises.check_01_1(nb01.post(in_the_question)), 'no "system" field')  # an instruction, not a system prompt
+    not_yet(exercises.check_01_1(nb01.post({**nb01.body, "system": ["Answer in French."]})),
+            "the API answered 400", "system.0")  # a list, but of strings, not of text blocks
 
 
 def test_01_1_other_readings_of_reply_are_refused_with_a_clear_hint(nb01):
@@ -224,6 +237,7 @@ def test_01_2_reference_and_odd_but_valid(nb01):
     with pytest.raises(miniagent.RateLimitError) as again:
         mock_llm.create([{"role": "user", "content": "Hi"}])
     done(exercises.check_01_2(again.value.request_id, mock_llm))
+    done(exercises.check_01_2(mock_llm.last.response["request_id"], mock_llm))  # read from the record, not the exception
     mock_llm.mock.reset()
 
 
@@ -240,6 +254,14 @@ def test_01_2_wrong_answers(nb01):
     not_yet(exercises.check_01_2(first_attempt, mock_llm), "was retried")
     wrong_kind(exercises.check_01_2(caught.value, mock_llm), "exception itself")
     wrong_kind(exercises.check_01_2(429, mock_llm), "not an int")
+    not_yet(exercises.check_01_2(str(caught.value), mock_llm), "a text with the request id", "err.request_id, the id alone")
+    other = offline()  # the 429 made on another client than mock_llm (further on: each mock numbers its ids
+    for _ in range(5):  # from req_mock_0001, so an id of another mock at the same count looks the same)
+        other.create([{"role": "user", "content": "Hi"}])
+    other.mock.fault(429, times=3)
+    with pytest.raises(miniagent.RateLimitError) as elsewhere:
+        other.create([{"role": "user", "content": "Hi"}])
+    not_yet(exercises.check_01_2(elsewhere.value.request_id, mock_llm), "got no 429", "mock_llm.create(...)")
 
 
 def reference_impatient_post(nb01):
@@ -286,6 +308,49 @@ def test_01_3_wrong_answers_leave_no_fault_behind(nb01):
     not_yet(exercises.check_01_3(no_sleep_parameter, mock_llm, nb01.good), "TypeError", "sleep")
     not_yet(exercises.check_01_3(None, mock_llm, nb01.good), "still None")
     wrong_kind(exercises.check_01_3("post_with_retries", mock_llm, nb01.good), "a function")
+
+    def variant(decide):
+        """post_with_retries, with `decide(r, wait, sleep)` choosing: "return", "retry" or "raise"."""
+        def impatient_post(payload, attempts=3, sleep=time.sleep):
+            for attempt in range(1, attempts + 1):
+                r = nb01.mock_http.post(nb01.mock_url, headers=nb01.headers, json=payload)
+                if r.status_code != 429 or attempt == attempts:
+                    return r, attempt
+                if decide(r.headers["retry-after"], sleep) == "return":
+                    return r, attempt
+        return impatient_post
+
+    def sleeps_then_looks(wait, sleep):  # waits the hour, then gives up
+        sleep(float(wait))
+        return "return" if float(wait) > 30 else "retry"
+    not_yet(exercises.check_01_3(variant(sleeps_then_looks), mock_llm, nb01.good),
+            "waited 3600 s before giving up", "before you sleep")
+
+    def caps_the_wait(wait, sleep):  # waits at most 30 s, but never gives up
+        sleep(min(float(wait), 30))
+        return "retry"
+    not_yet(exercises.check_01_3(variant(caps_the_wait), mock_llm, nb01.good), "waited 30 s and tried again")
+
+    def raises(wait, sleep):
+        if float(wait) > 30:
+            raise RuntimeError(f"retry-after {wait} s is too long")
+        sleep(float(wait))
+    not_yet(exercises.check_01_3(variant(raises), mock_llm, nb01.good), "raised RuntimeError", "give up by returning")
+
+    def compares_text(wait, sleep):  # the header is a str: "5" > "30", as text
+        if wait > "30":
+            return "return"
+        sleep(float(wait))
+    not_yet(exercises.check_01_3(variant(compares_text), mock_llm, nb01.good), "retry-after: 5", "wait 5 s")
+
+    slept_for_real = []
+
+    def ignores_its_sleep(wait, sleep):  # sleeps some other way: the check sees no wait
+        if float(wait) > 30:
+            return "return"
+        slept_for_real.append(float(wait))
+    not_yet(exercises.check_01_3(variant(ignores_its_sleep), mock_llm, nb01.good),
+            "through its sleep argument", "slept never")
     assert mock_llm.create([{"role": "user", "content": "Hi"}])["stop_reason"] == "end_turn"  # no fault left queued
     assert len([e for e in mock_llm.exchanges if e.status != 200]) == 0
 
@@ -325,6 +390,16 @@ def test_02_1_reference_and_odd_but_valid():
     done(exercises.check_02_1(clock_in, llm))
     done(exercises.check_02_1(get_time.schema(), llm))
 
+    @tool(name="clock")
+    def 时钟(city: str) -> str:  # described in Chinese, with an English name
+        """获取某个城市当前的本地时间。
+
+        Args:
+            city: 城市，例如 Tokyo 或 东京
+        """
+        return "12:00"
+    done(exercises.check_02_1(时钟, llm))
+
 
 def test_02_1_wrong_answers():
     llm = offline()
@@ -357,6 +432,19 @@ def test_02_1_wrong_answers():
     def no_docstring(city):
         return "12:00"
     not_yet(exercises.check_02_1(no_docstring, llm), "@tool refuses")
+
+    @tool(name="tool_a")
+    def described_only(city: str) -> str:  # described, but never renamed: the model found it by its description
+        """Get the current local time in a city.
+
+        Args:
+            city: the city, e.g. Tokyo
+        """
+        return "12:00"
+    not_yet(exercises.check_02_1(described_only, llm), "its name is still 'tool_a'", "rename it")
+    bad_name = {"name": "get local time", "description": "Get the current local time in a city.",
+                "input_schema": {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}}
+    not_yet(exercises.check_02_1(bad_name, llm), "not a tool the API accepts", "'get local time'")
     not_yet(exercises.check_02_1(None, llm), "still None")
     wrong_kind(exercises.check_02_1("get_time", llm), "not a str")
 
@@ -420,6 +508,27 @@ def test_02_2_wrong_answers():
         return {"type": "tool_result", "id": tool_use["id"], "content": "x"}
     not_yet(exercises.check_02_2(wrong_key), "would refuse", "tool_use_id")
     wrong_kind(exercises.check_02_2(lambda fn, tool_use: "Paris: sunny"), "returned a str", "tool_result block")
+
+    def raw_output(fn, tool_use):  # the output as it is: 0.75 is a float, not text
+        result = reference_run_safely(fn, tool_use)
+        return result if result.get("is_error") else {**result, "content": fn(**tool_use["input"])}
+    not_yet(exercises.check_02_2(raw_output), "divide({'a': 3, 'b': 4})", "must be a string", "not a float")
+
+    def the_exception_itself(fn, tool_use):
+        try:
+            return {"type": "tool_result", "tool_use_id": tool_use["id"], "content": str(fn(**tool_use["input"]))}
+        except Exception as err:
+            return {"type": "tool_result", "tool_use_id": tool_use["id"], "content": err, "is_error": True}
+    not_yet(exercises.check_02_2(the_exception_itself), "must be a string", "not a ValueError")
+
+    def flag_as_text(fn, tool_use):
+        result = reference_run_safely(fn, tool_use)
+        return {**result, "is_error": "true"} if result.get("is_error") else result
+    not_yet(exercises.check_02_2(flag_as_text), "is_error must be true or false, not 'true'")
+    not_yet(exercises.check_02_2(lambda fn, tool_use: {**reference_run_safely(fn, tool_use), "is_error": True}),
+            "the call worked, but your result says is_error")  # the flag copied into both branches
+    wrong_kind(exercises.check_02_2(lambda fn, tool_use: {"role": "user", "content": [reference_run_safely(fn, tool_use)]}),
+               "a whole message", "just the tool_result block")
     not_yet(exercises.check_02_2(lambda fn, tool_use: None), "returned None")
     wrong_kind(exercises.check_02_2(42), "a function")
 
@@ -429,11 +538,17 @@ def test_02_3_reference_odd_but_valid_and_the_old_crash():
     done(exercises.check_02_3("2 ^ 0.5"))  # the old check crashed here: Python refuses float ^ float
     done(exercises.check_02_3("(1024 + 768) × 2"))  # Python cannot even parse it: a difference too
     done(exercises.check_02_3("3 ^ 2 + 1"))
+    done(exercises.check_02_3("0 ^ 0"))  # 0 ** 0 is 1, 0 XOR 0 is 0
 
 
 def test_02_3_wrong_answers_and_nothing_can_freeze_it():
     not_yet(exercises.check_02_3("2 ** 10"), "both give 1024")
-    not_yet(exercises.check_02_3("1 ^ 0"), "both give 1")
+    not_yet(exercises.check_02_3("1 ^ 0"), "both give 1", "right symbol", "other numbers")
+    not_yet(exercises.check_02_3("-2 ^ 2"), "both give -4", "right symbol")  # -(2 ** 2) and (-2) XOR 2 agree
+    not_yet(exercises.check_02_3("7 // 2"), "both give 3", "which symbols")
+    huge = exercises.check_02_3("2 ** 10 ** 3")  # both agree on a 302-digit number: the hint quotes it clipped
+    not_yet(huge, "both give 1071508607", "…")
+    assert len(huge.hint) < 200
     not_yet(exercises.check_02_3("__import__('os').getcwd()"), "safe_eval refuses it")
     not_yet(exercises.check_02_3(""), "safe_eval refuses it")
     not_yet(exercises.check_02_3(None), "still None")
@@ -475,12 +590,32 @@ def test_03_1_reference_and_odd_but_valid():
             messages.append(miniagent.user(tools.run_all(tool_uses(response))))
         return "budget spent", messages
     done(exercises.check_03_1(checks_first))
+    done(exercises.check_03_1(counting("each response's usage, added up", lambda client, response, start, seen:
+                                       seen + response["usage"]["input_tokens"] + response["usage"]["output_tokens"])))
+
+
+def counting(what, used):
+    """budget_react that measures this run with `used(client, response, start, so_far)` (`what` says how)."""
+    def budget_react(client, question, tools, token_budget, max_iterations=10):
+        messages, start, so_far = [miniagent.user(question)], client.usage, 0
+        start = SimpleNamespace(total=start.total_tokens, input=start.input_tokens, output=start.output_tokens)
+        for _ in range(max_iterations):
+            response = client.create(messages, tools=tools.schemas())
+            messages.append(miniagent.assistant(response["content"]))
+            if response["stop_reason"] != "tool_use":
+                return text_of(response), messages
+            so_far = used(client, response, start, so_far)
+            if so_far > token_budget:
+                return f"stopped: {what} passed {token_budget}", messages
+            messages.append(miniagent.user([tools.run(c) for c in tool_uses(response)]))
+        return "rounds used up", messages
+    return budget_react
 
 
 def test_03_1_wrong_answers():
     def no_budget(client, question, tools, token_budget, max_iterations=10):
         return reference_budget_react(client, question, tools, 10**12, max_iterations)
-    not_yet(exercises.check_03_1(no_budget), "the runaway model made 30 calls", "stop after call 4")
+    not_yet(exercises.check_03_1(no_budget), "the runaway model made 30 calls", "stop after call 3")
 
     def whole_usage(client, question, tools, token_budget, max_iterations=10):
         messages = [{"role": "user", "content": question}]
@@ -498,6 +633,15 @@ def test_03_1_wrong_answers():
     def uses_a_global(client, question, tools, token_budget, max_iterations=10):
         return reference_budget_react(offline(), question, tools, token_budget, max_iterations)
     not_yet(exercises.check_03_1(uses_a_global), "no model calls with the client it was given")
+    input_only = counting("input tokens", lambda client, response, start, seen: client.usage.input_tokens - start.input)
+    not_yet(exercises.check_03_1(input_only), "made 4 calls", "stop after call 3")  # the answer's tokens count too
+    output_only = counting("output tokens", lambda client, response, start, seen: client.usage.output_tokens - start.output)
+    not_yet(exercises.check_03_1(output_only), "made 30 calls", "stop after call 3")
+    this_call = counting("this call's tokens", lambda client, response, start, seen:  # one call, not the run
+                         response["usage"]["input_tokens"] + response["usage"]["output_tokens"])
+    not_yet(exercises.check_03_1(this_call), "stop after call 3", "993 tokens")
+    wrong_kind(exercises.check_03_1(lambda *a, **k: reference_budget_react(*a, **k)[::-1]),
+               "returned a tuple", "return (answer, messages)")  # (messages, answer)
 
     def always_one_call(client, question, tools, token_budget, max_iterations=10):
         return reference_budget_react(client, question, tools, 0, max_iterations)
@@ -545,6 +689,14 @@ def test_03_2_wrong_answers():
                                 tool_choice={"type": "auto", "disable_parallel_tool_use": True})
     not_yet(exercises.check_03_2(result, offline()), "llm sent no request")
     wrong_kind(exercises.check_03_2(5, llm), "holds a number")
+    one_by_one_here = miniagent.run_loop(llm, [miniagent.user(DEMO)], tools=tools, parallel=False)  # runs them in
+    not_yet(exercises.check_03_2(one_by_one_here, llm), "asked for 4 tools at once", "disable_parallel_tool_use")  # turn
+    cut_short = miniagent.run_loop(llm, [miniagent.user(DEMO)], tools=tools, max_iterations=3,
+                                   tool_choice={"type": "auto", "disable_parallel_tool_use": True})
+    not_yet(exercises.check_03_2(cut_short, llm), "ended with 'max_iterations'", "max_iterations=3")
+    as_text = miniagent.run_loop(llm, [miniagent.user(DEMO)], tools=tools,
+                                 tool_choice={"type": "auto", "disable_parallel_tool_use": "true"})
+    not_yet(exercises.check_03_2(as_text, llm), "'api_error'", "tool_choice.auto.disable_parallel_tool_use")
     wrong_kind(exercises.check_03_2(result.messages, llm), "LoopResult")
 
 
@@ -580,6 +732,11 @@ def test_03_3_reference_and_odd_but_valid():
             messages.append(miniagent.user(tools.run_all(calls)))
         return "", messages
     done(exercises.check_03_3(answers_the_cut_call))
+
+    def through_run_loop(client, question, tools, max_iterations=10):  # the package's loop, which runs no cut call
+        result = miniagent.run_loop(client, [miniagent.user(question)], tools=tools, max_iterations=max_iterations)
+        return (f"stopped: {result.stop}" if result.stop == "max_tokens" else result.text), result.messages
+    done(exercises.check_03_3(through_run_loop))
 
 
 def test_03_3_wrong_answers():
@@ -637,6 +794,41 @@ def test_03_3_wrong_answers():
         client.create([miniagent.user(question)], tools=tools.schemas())
         return "stopped on max_tokens", []
     not_yet(exercises.check_03_3(always_stops), "3584")
+
+    def on_max_tokens(then):
+        """react that, on max_tokens, does `then(response)`: a return value, or it raises."""
+        def careful_react(client, question, tools, max_iterations=10):
+            messages = [miniagent.user(question)]
+            for _ in range(max_iterations):
+                response = client.create(messages, tools=tools.schemas())
+                messages.append(miniagent.assistant(response["content"]))
+                if response["stop_reason"] == "max_tokens":
+                    return then(response), messages
+                if response["stop_reason"] != "tool_use":
+                    return text_of(response), messages
+                messages.append(miniagent.user([tools.run(c) for c in tool_uses(response)]))
+            return "", messages
+        return careful_react
+
+    def raise_it(response):
+        raise RuntimeError("the answer was cut off by max_tokens")
+    not_yet(exercises.check_03_3(on_max_tokens(raise_it)), "raised RuntimeError", "stop by returning (answer, messages)")
+    not_yet(exercises.check_03_3(on_max_tokens(lambda response: response["stop"])), "raised KeyError: 'stop'")
+    assert "stop by returning" not in exercises.check_03_3(on_max_tokens(lambda response: response["stop"])).hint
+
+    def asks_for_more(client, question, tools, max_iterations=10):  # tries again with a larger max_tokens
+        messages, max_tokens = [miniagent.user(question)], 1024
+        for _ in range(max_iterations):
+            response = client.create(messages, tools=tools.schemas(), max_tokens=max_tokens)
+            if response["stop_reason"] == "max_tokens":
+                max_tokens *= 2
+                continue
+            messages.append(miniagent.assistant(response["content"]))
+            if response["stop_reason"] != "tool_use":
+                return text_of(response), messages
+            messages.append(miniagent.user([tools.run(c) for c in tool_uses(response)]))
+        return "max_tokens every time", messages
+    not_yet(exercises.check_03_3(asks_for_more), "called the model again", "stop on max_tokens")
     not_yet(exercises.check_03_3(lambda client, question, tools, max_iterations=10: None), "no model calls")
     wrong_kind(exercises.check_03_3(reference_careful_react(offline(), "Hi", default_tools())), "a function")
 
@@ -666,6 +858,13 @@ def test_04_1_reference_and_odd_but_valid():
         return found
     done(exercises.check_04_1(as_a_set))
 
+    def lazily(messages):  # a generator, reading the message before only when it is the assistant's
+        for before, message in zip([None, *messages], messages):
+            asked = {b["id"] for b in tool_uses(before)} if before and before["role"] == "assistant" else set()
+            yield from (b["tool_use_id"] for b in blocks(message["content"])
+                        if b["type"] == "tool_result" and b["tool_use_id"] not in asked)
+    done(exercises.check_04_1(lazily))
+
 
 def test_04_1_wrong_answers():
     not_yet(exercises.check_04_1(lambda messages: []), "naive window's view", "['toolu_")
@@ -689,6 +888,35 @@ def test_04_1_wrong_answers():
                         if b["type"] == "tool_result" and b["tool_use_id"] not in asked]
         return orphans
     not_yet(exercises.check_04_1(lists_only), "TypeError: string indices")
+
+    def wraps_around(messages):  # messages[i - 1] at i = 0 is the last message: the old check let this pass
+        orphans = []
+        for i, message in enumerate(messages):
+            asked = {b["id"] for b in blocks(messages[i - 1]["content"]) if b["type"] == "tool_use"}
+            orphans += [b["tool_use_id"] for b in blocks(message["content"])
+                        if b["type"] == "tool_result" and b["tool_use_id"] not in asked]
+        return orphans
+    not_yet(exercises.check_04_1(wraps_around), "answers a call only its last message makes", "['toolu_w']",
+            "messages[i - 1] at i = 0 is the last one")
+
+    def unanswered_calls(messages):  # the other side of the pair: tool_use blocks with no result after them
+        found = []
+        for i, message in enumerate(messages):
+            after = blocks(messages[i + 1]["content"]) if i + 1 < len(messages) else []
+            answered = {b["tool_use_id"] for b in after if b["type"] == "tool_result"}
+            found += [b["id"] for b in blocks(message["content"]) if b["type"] == "tool_use" and b["id"] not in answered]
+        return found
+    not_yet(exercises.check_04_1(unanswered_calls), "naive window's view", "the message just before it")
+
+    def first_result_only(messages):  # one result per message, as if a turn made one call
+        orphans = []
+        for i, message in enumerate(messages):
+            asked = {b["id"] for b in (blocks(messages[i - 1]["content"]) if i else []) if b["type"] == "tool_use"}
+            results = [b for b in blocks(message["content"]) if b["type"] == "tool_result"]
+            if results and results[0]["tool_use_id"] not in asked:
+                orphans.append(results[0]["tool_use_id"])
+        return orphans
+    not_yet(exercises.check_04_1(first_result_only), "two results", "['toolu_r']")
     wrong_kind(exercises.check_04_1(lambda messages: len(reference_orphaned_results(messages))), "an int")
     wrong_kind(exercises.check_04_1(lambda messages: [{"id": i} for i in reference_orphaned_results(messages)]),
                "strings")
@@ -715,6 +943,15 @@ def article_trim(messages, max_turns):
 def test_04_2_reference_and_odd_but_valid():
     done(exercises.check_04_2(reference_trim_safe))
     done(exercises.check_04_2(lambda messages, max_turns: SlidingWindow(max_messages=max_turns * 2).view(messages)))
+
+    def one_step_as_a_tuple(messages, max_turns):  # `if`, not `while`: after results comes the assistant's turn
+        if len(messages) <= max_turns * 2:
+            return tuple(messages)
+        cut = len(messages) - (max_turns * 2 - 1)
+        if any(b["type"] == "tool_result" for b in blocks(messages[cut]["content"])):
+            cut += 1
+        return (messages[0], *messages[cut:])
+    done(exercises.check_04_2(one_step_as_a_tuple))
 
 
 def test_04_2_wrong_answers():
@@ -745,6 +982,28 @@ def test_04_2_wrong_answers():
     not_yet(exercises.check_04_2(forgets_the_task), "dropped the first message")
 
     wrong_kind(exercises.check_04_2(lambda messages, max_turns: "no"), "a list of messages")
+
+    def same_list_when_short(messages, max_turns):  # the article's `return messages`, kept
+        return messages if len(messages) <= max_turns * 2 else reference_trim_safe(messages, max_turns)
+    not_yet(exercises.check_04_2(same_list_when_short), "returned the very list it was given", "list(messages)")
+
+    def one_too_many(messages, max_turns):  # the latest max_turns * 2, plus the first
+        if len(messages) <= max_turns * 2:
+            return list(messages)
+        cut = len(messages) - max_turns * 2
+        while any(b["type"] == "tool_result" for b in blocks(messages[cut]["content"])):
+            cut += 1
+        return [messages[0]] + messages[cut:]
+    not_yet(exercises.check_04_2(one_too_many), "kept 7 messages", "more than max_turns * 2 = 6")
+
+    def back_to_a_question(messages, max_turns):  # moves the cut to a user message: a results message is one too
+        if len(messages) <= max_turns * 2:
+            return list(messages)
+        cut = len(messages) - (max_turns * 2 - 1)
+        while messages[cut]["role"] != "user":
+            cut += 1
+        return [messages[0]] + messages[cut:]
+    not_yet(exercises.check_04_2(back_to_a_question), "would refuse the view", "unexpected `tool_use_id`")
     not_yet(exercises.check_04_2(lambda messages: messages), "TypeError")
 
 
@@ -801,6 +1060,7 @@ def test_04_3_reference_and_odd_but_valid(nb04):
     measured_with_it = {**nb04.measured, "mine": nb04.run_session(reference)}  # its own earlier run is no target
     done(exercises.check_04_3(reference, nb04.run_session, measured_with_it, "Ada"))
     done(exercises.check_04_3(reference, nb04.run_session, list(nb04.measured.values()), "Ada"))
+    done(exercises.check_04_3(TruncateToolResults(max_chars=300), nb04.run_session, nb04.measured, "Ada"))  # alone
 
 
 def test_04_3_wrong_answers(nb04):
@@ -815,6 +1075,19 @@ def test_04_3_wrong_answers(nb04):
         def view(self, messages):
             raise KeyError("content")
     not_yet(exercises.check_04_3(Broken(max_messages=8), run, measured, "Ada"), "view() raised KeyError")
+
+    class ForgetsToReturn(SlidingWindow):
+        def view(self, messages):
+            super().view(messages)
+    not_yet(exercises.check_04_3(ForgetsToReturn(max_messages=8), run, measured, "Ada"),
+            "view() returned None", "list of messages")
+    wrong_kind(exercises.check_04_3(Compose(TruncateToolResults, SlidingWindow(max_messages=8)), run, measured, "Ada"),
+               "the class TruncateToolResults", "TruncateToolResults(...)")
+    elsewhere = offline()  # summaries on another client than the session's: the old check did not count them
+    on_the_side = Summarize(elsewhere, trigger_tokens=2_000, keep_recent_tokens=800)
+    verdict = exercises.check_04_3(on_the_side, run, measured, "Ada")
+    not_yet(verdict, "went to another client", "give it the client the session runs on")
+    assert f"{elsewhere.usage.input_tokens:,} input tokens" in verdict.hint
 
     not_yet(exercises.check_04_3(None, run, measured, "Ada"), "still None")
     wrong_kind(exercises.check_04_3(SlidingWindow, run, measured, "Ada"), "the class SlidingWindow")
@@ -849,6 +1122,16 @@ def test_05_1_reference_and_odd_but_valid():
         return 37_400_068
     done(exercises.check_05_1(population_of, llm))
 
+    @tool(name="get_population")
+    async def population_in_words(city: str) -> str:  # a coroutine, the number in words and in Chinese units
+        """Get the population of a city: how many people live there.
+
+        Args:
+            city: the city's name, e.g. Tokyo or 东京
+        """
+        return {"Tokyo": "about 37.4 million people (3740万人)"}.get(city, "unknown")
+    done(exercises.check_05_1(population_in_words, llm))
+
 
 def test_05_1_wrong_answers():
     llm = offline()
@@ -881,6 +1164,40 @@ def test_05_1_wrong_answers():
         """
         return "37,400,068"
     not_yet(exercises.check_05_1(lookup, llm), "called no tool", "name and description")
+
+    @tool(name="get_population")
+    def lower_case_keys(city: str) -> str:  # the model asks for "Tokyo"
+        """Get the population of a city.
+
+        Args:
+            city: the city
+        """
+        return {"tokyo": "37,400,068", "paris": "11,208,440"}.get(city, f"no data for {city}")
+    not_yet(exercises.check_05_1(lower_case_keys, llm), "answered 'no data for Tokyo'", "return the population")
+
+    @tool(name="get_population")
+    def digits_but_no_population(city: str) -> str:  # the old check took any digit for a number of people
+        """Get the population of a city.
+
+        Args:
+            city: the city
+        """
+        return f"{city}: unknown (data of 2024)"
+    not_yet(exercises.check_05_1(digits_but_no_population, llm), "answered 'Tokyo: unknown (data of 2024)'",
+            "return the population")
+
+    @tool(name="get_population")
+    def wants_a_year(city: str, year: int) -> str:  # nothing in the question gives the year
+        """Get the population of a city in a given year.
+
+        Args:
+            city: the city
+            year: the year of the census
+        """
+        return "37,400,068"
+    verdict = exercises.check_05_1(wants_a_year, llm)
+    not_yet(verdict, "called no tool", "requires city, year", "give the other parameters a default")
+    assert "name and description" not in verdict.hint  # they are fine: the old hint pointed there
     not_yet(exercises.check_05_1(Tool("get_weather", "Population.", lookup.input_schema, lookup.fn), llm),
             "already has a tool named 'get_weather'")
     not_yet(exercises.check_05_1(None, llm), "still None")
@@ -923,6 +1240,20 @@ def test_05_2_reference_and_odd_but_valid():
     done(exercises.check_05_2(reference_calls_per_round))
     done(exercises.check_05_2(lambda trace: Counter(e["iteration"] for e in trace if e["type"] == "tool_call")))
 
+    def from_the_responses(trace):  # the tool_use blocks the model asked for: the check's traces hold them too
+        return {e["iteration"]: n for e in trace.of_type("response")
+                if (n := sum(b["type"] == "tool_use" for b in e["content"]))}
+    done(exercises.check_05_2(from_the_responses))
+
+    def counting_requests(trace):  # rounds numbered by the requests seen, results counted instead of calls
+        rounds, n = {}, 0
+        for event in trace:
+            n += event["type"] == "request"
+            if event["type"] == "tool_result":
+                rounds[n] = rounds.get(n, 0) + 1
+        return rounds
+    done(exercises.check_05_2(counting_requests))
+
 
 def test_05_2_wrong_answers():
     not_yet(exercises.check_05_2(lambda trace: {1: 4}), "2 calls in round 1 and 1 in round 2", "{1: 2, 2: 1}")
@@ -936,7 +1267,18 @@ def test_05_2_wrong_answers():
     not_yet(exercises.check_05_2(results_too), "{1: 2, 2: 1}")
     not_yet(exercises.check_05_2(lambda trace: {str(k): v for k, v in reference_calls_per_round(trace).items()}),
             "'1'")
-    not_yet(exercises.check_05_2(lambda trace: {e["iteration"]: 1 for e in trace}), "yours was {1: 1, 2: 1}")
+    not_yet(exercises.check_05_2(lambda trace: {e["iteration"]: 1 for e in trace.of_type("tool_call")}),
+            "yours was {1: 1, 2: 1}")
+    not_yet(exercises.check_05_2(lambda trace: {e["iteration"]: 1 for e in trace}), "KeyError: 'iteration'")
+
+    def distinct_tools(trace):  # get_weather for Beijing and for Shanghai is two calls
+        names = {}
+        for event in trace.of_type("tool_call"):
+            names.setdefault(event["iteration"], set()).add(event["name"])
+        return {k: len(v) for k, v in names.items()}
+    not_yet(exercises.check_05_2(distinct_tools), "a run of the demo question", "{1: 4}, yours was {1: 3}")
+    from_zero = lambda trace: dict(enumerate(reference_calls_per_round(trace).values()))  # noqa: E731
+    not_yet(exercises.check_05_2(from_zero), "yours was {0: 2, 1: 1}")
     wrong_kind(exercises.check_05_2(lambda trace: list(reference_calls_per_round(trace).items())), "a list")
     not_yet(exercises.check_05_2(lambda trace: None), "returned None")
 
@@ -950,15 +1292,40 @@ def test_05_3_reference_and_odd_but_valid():
     done(exercises.check_05_3(lambda trace: sorted((e.get("seconds", -1), e.get("name", ""))
                                                    for e in trace.events)[-1][1]))
 
+    def by_hand(trace):  # a loop, no max, ties to the first
+        best = None
+        for event in trace:
+            if event["type"] == "tool_result" and (best is None or event["seconds"] > best["seconds"]):
+                best = event
+        return best["name"]
+    done(exercises.check_05_3(by_hand))
+
 
 def test_05_3_wrong_answers():
-    not_yet(exercises.check_05_3(lambda trace: trace.of_type("tool_result")[-1]["name"]), "arrives first")
+    not_yet(exercises.check_05_3(lambda trace: trace.of_type("tool_result")[-1]["name"]), "yours said 'fast'")
     not_yet(exercises.check_05_3(lambda trace: max(trace.of_type("tool_result"), key=lambda e: e["elapsed"])["name"]),
-            "'get_weather'")
+            "'slow', yours said 'fast'")  # elapsed is when it arrived, not how long it took
     not_yet(exercises.check_05_3(lambda trace: max(trace, key=lambda e: e["seconds"])["name"]), "KeyError: 'seconds'")
     wrong_kind(exercises.check_05_3(lambda trace: max(trace.of_type("tool_result"), key=lambda e: e["seconds"])),
                "a dict", "name")
     not_yet(exercises.check_05_3(lambda trace: None), "returned None")
+    not_yet(exercises.check_05_3(lambda trace: sorted(trace.of_type("tool_result"), key=lambda e: e["seconds"])[0]["name"]),
+            "yours said 'fast'")  # sorted, but the first is the fastest
+    not_yet(exercises.check_05_3(lambda trace: max(trace.of_type("tool_result"), key=lambda e: e["seconds"])["id"]),
+            "the slowest tool is 'slow', yours said 'b'")  # the call's id, not the tool's name
+
+    def time_per_tool(trace):  # added up per tool: the slowest result is another question
+        total = {}
+        for event in trace.of_type("tool_result"):
+            total[event["name"]] = total.get(event["name"], 0) + event["seconds"]
+        return max(total, key=total.get)
+    not_yet(exercises.check_05_3(time_per_tool), "called twice", "'search_web', yours said 'get_weather'",
+            "one result at a time")
+    first_round = lambda trace: max((e for e in trace.of_type("tool_result") if e["iteration"] == 1),  # noqa: E731
+                                    key=lambda e: e["seconds"])["name"]
+    not_yet(exercises.check_05_3(first_round), "'search_web', yours said 'get_weather'")
+    wrong_kind(exercises.check_05_3(lambda trace: max(e["seconds"] for e in trace.of_type("tool_result"))),
+               "a float", "the tool's name")
 
 
 # --- no answer makes a check raise ----------------------------------------------------------
@@ -1170,6 +1537,56 @@ def test_06_3_wrong_answers():
     wrong_kind(exercises.check_06_3(lambda client, messages: "0.2 s"), "return the seconds")
 
 
+def test_06_1_more_wrong_answers():
+    def six_characters(raw):  # assumes "data: " with its space: a `data:{...}` line loses its brace
+        events = []
+        for chunk in raw.decode().replace("\r\n", "\n").replace("\r", "\n").split("\n\n"):
+            data = [line[6:] for line in chunk.split("\n") if line.startswith("data:")]
+            if data:
+                events.append(json.loads("\n".join(data)))
+        return events
+    not_yet(exercises.check_06_1(six_characters), "JSONDecodeError", "no space after data:")
+
+    known = {"message_start", "content_block_start", "content_block_delta", "content_block_stop",
+             "message_delta", "message_stop", "ping"}
+
+    def known_types_only(raw):  # the event list without `error`: a stream's failure is dropped
+        return [event for event in reference_parse_events(raw) if event["type"] in known]
+    not_yet(exercises.check_06_1(known_types_only), "an error event ends", "error included")
+
+
+def test_06_2_more_wrong_answers():
+    def text_blocks_too(events):  # an entry for every block, text ones as None
+        inputs = reference_tool_inputs(events)
+        for event in events:
+            if event["type"] == "content_block_start" and event["content_block"]["type"] == "text":
+                inputs[event["index"]] = None
+        return inputs
+    not_yet(exercises.check_06_2(text_blocks_too), "only tool_use blocks have an entry")
+
+    def empty_is_none(events):  # json.loads("") fails: a call without arguments becomes None
+        return {index: None if value == {} else value for index, value in reference_tool_inputs(events).items()}
+    not_yet(exercises.check_06_2(empty_is_none), "its input is {}, not None")
+
+    def string_keys(events):
+        return {str(index): value for index, value in reference_tool_inputs(events).items()}
+    not_yet(exercises.check_06_2(string_keys), "keyed by its index (the int)")
+
+
+def test_06_3_more_wrong_answers():
+    def milliseconds(client, messages):
+        return reference_time_to_first_text(client, messages) * 1000
+    not_yet(exercises.check_06_3(milliseconds), "in milliseconds", "return seconds")
+
+    def at_block_start(client, messages):  # content_block_start comes before the first token's wait
+        started = time.perf_counter()
+        with client.stream(messages) as stream:
+            for event in stream:
+                if event["type"] == "content_block_start":
+                    return time.perf_counter() - started
+    not_yet(exercises.check_06_3(at_block_start), "before any text could arrive")
+
+
 # --- 07 · Async and serving ---------------------------------------------------------------------
 
 import asyncio  # noqa: E402
@@ -1342,7 +1759,87 @@ def test_07_3_wrong_answers():
             raise ValueError
         lines = text.replace("\r\n", "\n").replace("\r", "\n").split("\n")
         return f"event: {event}\n" + "".join(f"data:{line}\n" for line in lines) + "\n"
-    not_yet(exercises.check_07_3(no_space), "' leading space'")
+    not_yet(exercises.check_07_3(no_space), "' leading space'", "without the text's leading space", "`data: `")
+
+
+def test_07_1_more_answers():
+    async def semaphore_per_question(questions, make_agent, limit):  # each run has a gate of its own
+        async def ask(q):
+            async with asyncio.Semaphore(limit):
+                return (await make_agent().run(q)).text
+        return await asyncio.gather(*(ask(q) for q in questions))
+    not_yet(exercises.check_07_1(semaphore_per_question), "over the limit", "shared by all the runs")
+
+    async def gate_around_gather(questions, make_agent, limit):  # one gate, held once, around everything
+        async with asyncio.Semaphore(limit):
+            return await asyncio.gather(*(_text(make_agent().run(q)) for q in questions))
+    not_yet(exercises.check_07_1(gate_around_gather), "held around the whole gather")
+
+    async def in_batches(questions, make_agent, limit):  # odd but valid: never more than `limit` at once
+        answers = []
+        for start in range(0, len(questions), limit):
+            answers += await asyncio.gather(*(_text(make_agent().run(q)) for q in questions[start:start + limit]))
+        return answers
+    done(exercises.check_07_1(in_batches))
+
+
+def test_07_2_more_answers():
+    def executor_with_kwargs(fn):  # run_in_executor takes no keyword arguments for fn
+        async def run(*args, **kwargs):
+            return await asyncio.get_running_loop().run_in_executor(None, fn, *args, **kwargs)
+        return run
+    not_yet(exercises.check_07_2(executor_with_kwargs), "unexpected keyword argument")
+
+    def drops_kwargs(fn):
+        async def run(*args, **kwargs):
+            return await asyncio.to_thread(fn, *args)
+        return run
+    not_yet(exercises.check_07_2(drops_kwargs), "passing city and unit=... through")
+
+    def yields_then_blocks(fn):  # an await first does not make the call itself non-blocking
+        async def run(*args, **kwargs):
+            await asyncio.sleep(0)
+            return fn(*args, **kwargs)
+        return run
+    not_yet(exercises.check_07_2(yields_then_blocks), "event loop stood still")
+
+    def returns_the_coroutine(fn):  # odd but valid: a plain def whose call gives something to await
+        def run(*args, **kwargs):
+            return asyncio.to_thread(fn, *args, **kwargs)
+        return run
+    done(exercises.check_07_2(returns_the_coroutine))
+
+
+def _framed(lines_of):
+    """An sse_frame that refuses bad names and writes `data: ` lines from `lines_of(text)`."""
+    def sse_frame(event, text):
+        if "\n" in event or "\r" in event:
+            raise ValueError("bad event name")
+        return f"event: {event}\n" + "".join(f"data: {line}\n" for line in lines_of(text)) + "\n"
+    return sse_frame
+
+
+def test_07_3_more_answers():
+    not_yet(exercises.check_07_3(_framed(str.splitlines)), "without the empty lines at its end", "splitlines")
+    keeps_last = _framed(lambda text: text.splitlines() + ([""] if text.endswith(("\n", "\r")) or not text else []))
+    not_yet(exercises.check_07_3(keeps_last), "\\u2028", "splitlines() also splits")
+    lines = lambda text: text.replace("\r\n", "\n").replace("\r", "\n").split("\n")  # noqa: E731
+    not_yet(exercises.check_07_3(_framed(lambda text: lines(text.strip()))), "ends with a newline", "strip()")
+    not_yet(exercises.check_07_3(_framed(lambda text: [json.dumps(text)])), "your text as JSON")
+
+    def no_data_line_when_empty(event, text):
+        frame = _framed(lines)(event, text)
+        return frame.replace("data: \n\n", "\n") if text == "" else frame
+    not_yet(exercises.check_07_3(no_data_line_when_empty), "no data: line", "even an empty text")
+
+    def newline_only_name_check(event, text):
+        if "\n" in event:
+            raise ValueError("bad event name")
+        return reference_sse_frame("x", text).replace("event: x", f"event: {event}", 1)
+    not_yet(exercises.check_07_3(newline_only_name_check), "'bad\\rname'", "raise ValueError")
+
+    import re
+    done(exercises.check_07_3(_framed(lambda text: re.split(r"\r\n|\r|\n", text))))  # odd but valid: one regex
 
 
 # --- 08 · Other providers -----------------------------------------------------------------------
@@ -1491,13 +1988,105 @@ def test_08_3_wrong_answers():
     not_yet(exercises.check_08_3(drops_content), '"content" (None if no text)')
 
 
+def test_08_1_strict_false_is_the_same_tool_and_hints_say_where_it_differs():
+    """The statement asks for a Chat Completions tool: `"strict": false` (the default) is one."""
+    def with_strict(value):
+        return lambda t: {"type": "function", "function": {**reference_to_openai_tool(t)["function"], "strict": value}}
+    done(exercises.check_08_1(with_strict(False)))
+    not_yet(exercises.check_08_1(with_strict(True)), "additionalProperties: false", "leave strict out")
+    not_yet(exercises.check_08_1(with_strict("false")), "result['function'] has 'strict': 'false'")
+
+    def no_description(tool):
+        return {"type": "function", "function": {"name": tool["name"], "parameters": tool["input_schema"]}}
+    verdict = exercises.check_08_1(no_description)
+    not_yet(verdict, "result['function'] has no 'description'")
+    assert "expected {" not in verdict.hint  # not two clipped dicts that read the same
+
+    def name_twice(tool):
+        return {**reference_to_openai_tool(tool), "name": tool["name"]}
+    not_yet(exercises.check_08_1(name_twice), "result has 'name'", "does not belong there")
+
+    def name_as_description(tool):
+        return {"type": "function", "function": {"name": tool["name"], "description": tool["name"],
+                                                 "parameters": tool["input_schema"]}}
+    not_yet(exercises.check_08_1(name_as_description), "['description'] should be 'Get the current weather")
+
+    import copy
+
+    def copied_schema(tool):  # odd but valid: a copy of the schema, equal to it
+        made = reference_to_openai_tool(tool)
+        made["function"]["parameters"] = copy.deepcopy(tool["input_schema"])
+        return made
+    done(exercises.check_08_1(copied_schema))
+
+
+def test_08_2_more_wrong_answers():
+    def first_choice_always(chunks):  # chunk["choices"][0]: a last chunk with usage only has none
+        return reference_assemble_tool_calls([{"choices": [chunk["choices"][0]]} for chunk in chunks])
+    not_yet(exercises.check_08_2(first_choice_always), "IndexError", "only usage, no choices")
+
+    def name_from_every_piece(chunks):  # later pieces carry no name: the last one wins, as None
+        calls = reference_assemble_tool_calls(chunks)
+        names = {}
+        for chunk in chunks:
+            for choice in chunk.get("choices", []):
+                for piece in choice["delta"].get("tool_calls") or []:
+                    names[piece["index"]] = piece["function"].get("name")
+        return [{**call, "name": names[index]} for index, call in zip(sorted(names), calls)]
+    not_yet(exercises.check_08_2(name_from_every_piece), "from its first chunk")
+
+    def arguments_unparsed(chunks):
+        calls = reference_assemble_tool_calls(chunks)
+        return [{**call, "input": json.dumps(call["input"], ensure_ascii=False)} for call in calls]
+    not_yet(exercises.check_08_2(arguments_unparsed), "then json.loads the whole")
+
+    def empty_is_none(chunks):
+        return [{**call, "input": None if call["input"] == {} else call["input"]}
+                for call in reference_assemble_tool_calls(chunks)]
+    not_yet(exercises.check_08_2(empty_is_none), "no arguments came: that is {}")
+
+
+def test_08_3_more_wrong_answers():
+    def no_call_type(messages):
+        out = reference_to_openai_messages(messages)
+        for message in out:
+            for call in message.get("tool_calls", []):
+                del call["type"]
+        return out
+    not_yet(exercises.check_08_3(no_call_type), "message 1['tool_calls'][0] has no 'type'")
+
+    def empty_string_content(messages):  # the statement says None when the turn has no text
+        out = reference_to_openai_messages(messages)
+        for message in out:
+            if message.get("tool_calls") and message["content"] is None:
+                message["content"] = ""
+        return out
+    not_yet(exercises.check_08_3(empty_string_content), "message 1['content'] should be None, got ''")
+
+    def call_ids_renamed(messages):
+        out = reference_to_openai_messages(messages)
+        for message in out:
+            if message["role"] == "tool":
+                message["tool_call_id"] = message["tool_call_id"].replace("toolu", "call")
+        return out
+    not_yet(exercises.check_08_3(call_ids_renamed), "['tool_call_id'] should be 'toolu_1'")
+
+
 # --- 09 · Memory and retrieval ------------------------------------------------------------------
 
 
-def test_09_1_reference_and_wrong_answers():
-    def reference(text):
-        return "%" + text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
-    done(exercises.check_09_1(reference))
+def like_reference(text):
+    return "%" + text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
+
+
+def test_09_1_reference_and_odd_but_valid():
+    import re
+    done(exercises.check_09_1(like_reference))
+    done(exercises.check_09_1(lambda text: "%" + re.sub(r"([\\%_])", r"\\\1", text) + "%"))  # one pass
+    done(exercises.check_09_1(lambda text: "%" + "".join("\\" + c if c in "\\%_" else c for c in text) + "%"))
+
+
+def test_09_1_wrong_answers():
     not_yet(exercises.check_09_1(lambda text: f"%{text}%"), "% and _ are wildcards")
     not_yet(exercises.check_09_1(lambda text: "%" + text.replace("%", "\\%").replace("_", "\\_") + "%"),
             "escape the backslash itself")
@@ -1506,38 +2095,114 @@ def test_09_1_reference_and_wrong_answers():
     wrong_kind(exercises.check_09_1(lambda text: [text]), "return a str")
 
 
-def test_09_2_reference_and_wrong_answers():
-    def reference(question):
-        return " OR ".join('"' + word.replace('"', '""') + '"' for word in question.split())
-    done(exercises.check_09_2(reference))
+def test_09_1_escaping_in_the_wrong_order_is_told_so():
+    """The issue's case: the backslash escaped last doubles the backslashes put before % and _;
+    the hint used to say "keep % before and after", which the pattern did."""
+    late = exercises.check_09_1(lambda text: "%" + text.replace("%", "\\%").replace("_", "\\_")
+                                .replace("\\", "\\\\") + "%")
+    not_yet(late, "after % and _", "escape \\ first")
+    assert "keep % before and after" not in late.hint
+    not_yet(exercises.check_09_1(lambda text: "%" + text.replace("_", "\\_").replace("\\", "\\\\")
+                                 .replace("%", "\\%") + "%"), "escape \\ first")  # only _ escaped too early
+
+
+def test_09_1_more_wrong_answers():
+    not_yet(exercises.check_09_1(lambda text: "%" + text.replace("\\", "\\\\").replace("%", "\\%") + "%"),
+            "'a_b'", "% and _ are wildcards")  # forgot _
+    import re
+    not_yet(exercises.check_09_1(lambda text: "%" + re.escape(text) + "%"), "% and _ are wildcards")  # regex habits
+    not_yet(exercises.check_09_1(lambda text: "%" + text.replace("%", "[%]").replace("_", "[_]") + "%"),
+            "LIKE knows only %, _ and the ESCAPE character")  # SQL Server's brackets
+    not_yet(exercises.check_09_1(lambda text: like_reference(text)[1:]), "keep % before and after")  # a prefix search
+
+
+def fts_reference(question):
+    """The notebook's solution: the question's words (runs of letters and digits, as FTS5 reads them), quoted, OR-ed."""
+    import re
+    return " OR ".join(f'"{word}"' for word in re.findall(r"\w+", question))
+
+
+def test_09_2_reference_and_odd_but_valid():
+    import re
+    done(exercises.check_09_2(fts_reference))
+    done(exercises.check_09_2(lambda q: " OR ".join('"' + w.replace('"', '""') + '"'  # quotes doubled, harmless here
+                                                    for w in re.split(r"[^0-9A-Za-z]+", q) if w)))
+    done(exercises.check_09_2(lambda q: " OR ".join(dict.fromkeys(f'"{w.lower()}"' for w in re.findall(r"\w+", q)))))
+    done(exercises.check_09_2(lambda q: " OR ".join(f'"{w}"' for w in re.findall(r"[^\W_]+", q))))  # _ split too
+
+
+def test_09_2_a_word_is_what_fts5_reads_as_one():
+    """The issue's case: expected rows came from a whitespace split, so "NEAR(station" was a two-word
+    phrase and an answer quoting each word alone (as the statement asks) was rejected. Now the split at
+    spaces is the near miss, told why."""
+    from miniagent.exercises import n09
+    assert n09._words("NEAR(station deadline)") == ["near", "station", "deadline"]
+    assert n09._words("Ada's deadline?") == ["ada", "s", "deadline"]
+    assert n09._fts(n09._reference("NEAR(station deadline)")) == [2, 4]  # "near the station" has both words
+    at_spaces = exercises.check_09_2(lambda q: " OR ".join('"' + w.replace('"', '""') + '"' for w in q.split()))
+    not_yet(at_spaces, "'NEAR(station deadline)'", "a quoted string is a phrase", "['near', 'station', 'deadline']")
+
+
+def test_09_2_wrong_answers():
+    import re
     not_yet(exercises.check_09_2(lambda q: q), "join the words with OR")
     not_yet(exercises.check_09_2(lambda q: " OR ".join(q.split())), "as syntax")
-    not_yet(exercises.check_09_2(lambda q: " ".join('"' + w.replace('"', '""') + '"' for w in q.split())),
-            "join the words with OR")
-    not_yet(exercises.check_09_2(lambda q: " OR ".join(f'"{w}"' for w in q.split())), "doubled")
+    not_yet(exercises.check_09_2(lambda q: " ".join(f'"{w}"' for w in re.findall(r"\w+", q))), "join the words with OR")
+    not_yet(exercises.check_09_2(lambda q: " OR ".join(f'"{w}"' for w in q.split())), "doubled")  # 'the "deadline'
     wrong_kind(exercises.check_09_2(lambda q: q.split()), "return a str")
 
 
-def test_09_3_reference_and_wrong_answers():
-    def reference(rankings, k=60):
+def test_09_2_more_wrong_answers():
+    import re
+    not_yet(exercises.check_09_2(lambda q: " OR ".join(f'"{w}"' for w in re.findall(r"\w+", q) if len(w) > 2)),
+            "it leaves words out", "short ones too")  # short words dropped: "is" finds row 2
+    not_yet(exercises.check_09_2(lambda q: " OR ".join(re.findall(r"\w+", q))), "as syntax")  # OR, NOT, AND unquoted
+    not_yet(exercises.check_09_2(lambda q: " OR ".join(f'"{w}"*' for w in re.findall(r"\w+", q))),
+            "each word, quoted, joined with OR")  # a prefix search finds more
+    not_yet(exercises.check_09_2(lambda q: ""), "an empty query", "'what'")
+    not_yet(exercises.check_09_2(lambda q: '"' + q.replace('"', '""') + '"'), "join the words with OR")  # one phrase
+
+
+def fuse_reference(rankings, k=60):
+    scores = {}
+    for ranking in rankings:
+        for rank, item in enumerate(ranking, start=1):
+            scores[item] = scores.get(item, 0.0) + 1 / (k + rank)
+    return sorted(scores, key=lambda item: -scores[item])
+
+
+def test_09_3_reference_and_odd_but_valid():
+    done(exercises.check_09_3(fuse_reference))
+
+    def reversed_sort(rankings, k=60):  # reverse=True keeps a stable sort's order on ties
         scores = {}
         for ranking in rankings:
             for rank, item in enumerate(ranking, start=1):
-                scores[item] = scores.get(item, 0.0) + 1 / (k + rank)
-        return sorted(scores, key=lambda item: -scores[item])
-    done(exercises.check_09_3(reference))
-    not_yet(exercises.check_09_3(lambda rankings, k=60: reference(rankings, 60)), "use the k you are given")
-    not_yet(exercises.check_09_3(lambda rankings, k=60: [x for r in rankings for x in r]), "every id")
+                scores[item] = scores.get(item, 0) + 1 / (k + rank)
+        return sorted(scores, key=scores.get, reverse=True)
+    done(exercises.check_09_3(reversed_sort))
+    done(exercises.check_09_3(lambda rankings, k=60: tuple(fuse_reference(rankings, k))))
 
-    def from_zero(rankings, k=60):  # rank counted from 0
+
+def test_09_3_wrong_answers():
+    not_yet(exercises.check_09_3(lambda rankings, k=60: fuse_reference(rankings, 60)), "use the k you are given")
+    not_yet(exercises.check_09_3(lambda rankings, k=60: [x for r in rankings for x in r]), "every id")
+    wrong_kind(exercises.check_09_3(lambda rankings, k=60: [(x, 1.0) for x in fuse_reference(rankings, k)]), "pairs")
+
+
+def test_09_3_more_wrong_answers():
+    def scored(rankings, k=60, start=1, add=lambda a, b: a + b, key=None):
         scores = {}
         for ranking in rankings:
-            for rank, item in enumerate(ranking):
-                scores[item] = scores.get(item, 0.0) + 1 / (k + rank)
-        return sorted(scores, key=lambda item: -scores[item])
-    done_or_not = exercises.check_09_3(from_zero)  # often the same order: only a case that separates them fails it
-    assert done_or_not.kind in (DONE, NOT_YET)
-    wrong_kind(exercises.check_09_3(lambda rankings, k=60: [(x, 1.0) for x in reference(rankings, k)]), "pairs")
+            for rank, item in enumerate(ranking, start=start):
+                scores[item] = add(scores.get(item, 0.0), 1 / (k + rank))
+        return sorted(scores, key=key(scores) if key else lambda item: -scores[item])
+    not_yet(exercises.check_09_3(lambda rankings, k=60: scored(rankings, k, start=0)), "count ranks from 1")
+    not_yet(exercises.check_09_3(lambda rankings, k=60: scored(rankings, k, key=lambda s: lambda i: (-s[i], i))),
+            "ties, in the order first seen", "sort by the score alone")  # ties broken by id
+    not_yet(exercises.check_09_3(lambda rankings, k=60: scored(rankings, k, add=max)),
+            "summed over the rankings")  # the best rank only
+    not_yet(exercises.check_09_3(lambda rankings, k=60: scored(rankings, k)[::-1]), "highest first")  # worst first
 
 
 # --- 11 · Tracing ---------------------------------------------------------------------------------
@@ -1589,8 +2254,29 @@ def test_11_1_reference_and_odd_but_valid():
         return totals
     done(exercises.check_11_1(direct_children))
 
+    def own_usage(tracer):  # an agent span's usage holds its sub-agents': take the nearest ones' back out
+        by_id = {s.span_id: s for s in tracer.spans}
+
+        def tokens(s):
+            return s.attributes.get(IN_TOKENS, 0) + s.attributes.get(OUT_TOKENS, 0)
+
+        def nearest_agent(s):
+            s = by_id.get(s.parent_id)
+            while s is not None and s.kind != "agent":
+                s = by_id.get(s.parent_id)
+            return s
+        totals = defaultdict(int)
+        for s in tracer.of_kind("agent"):
+            totals[s.attributes["gen_ai.agent.name"]] += tokens(s)
+            if (parent := nearest_agent(s)) is not None:
+                totals[parent.attributes["gen_ai.agent.name"]] -= tokens(s)
+        return totals
+    done(exercises.check_11_1(own_usage))
+
 
 def test_11_1_wrong_answers():
+    from collections import defaultdict
+
     def stub(tracer):
         ...
     not_yet(exercises.check_11_1(stub), "returned None", "return a dict")
@@ -1644,6 +2330,27 @@ def test_11_1_wrong_answers():
                     totals[name] = totals.get(name, 0) + c.attributes[IN_TOKENS] + c.attributes[OUT_TOKENS]
         return totals
     not_yet(exercises.check_11_1(strict_keys), "KeyError", "failed")
+
+    def last_agent_seen(tracer):  # walks the tree keeping "the current agent", never restored on the way back up
+        totals, owner = {}, None
+        for _, s in tracer.walk():
+            if s.kind == "agent":
+                owner = s.attributes["gen_ai.agent.name"]
+                totals.setdefault(owner, 0)
+            elif s.kind == "model":
+                totals[owner] += s.attributes.get(IN_TOKENS, 0) + s.attributes.get(OUT_TOKENS, 0)
+        return totals
+    not_yet(exercises.check_11_1(last_agent_seen), "went to that sub-agent", "nearest agent among its ancestors")
+
+    def minus_every_descendant(tracer):  # takes out the grandchildren too, though the children's usage held them
+        def tokens(s):
+            return s.attributes.get(IN_TOKENS, 0) + s.attributes.get(OUT_TOKENS, 0)
+        totals = defaultdict(int)
+        for s in tracer.of_kind("agent"):
+            below = [x for _, x in tracer._subtree(s) if x.kind == "agent" and x is not s]
+            totals[s.attributes["gen_ai.agent.name"]] += tokens(s) - sum(tokens(x) for x in below)
+        return totals
+    not_yet(exercises.check_11_1(minus_every_descendant), "three levels", "expected")
     wrong_kind(exercises.check_11_1(lambda tracer: list(reference_tokens_by_agent(tracer).items())), "return a dict")
 
 
@@ -1703,6 +2410,13 @@ def test_11_2_wrong_answers():
         return span.seconds - sum(end - start for start, end in intervals)
     not_yet(exercises.check_11_2(merge_forgets_max), "two tools in parallel", "expected 0.008 s, got 0.038 s",
             "covered by at least one")
+    clamped = lambda tracer, span: max(0.0, span.seconds - sum(c.seconds for c in tracer.children(span)))  # noqa: E731
+    not_yet(exercises.check_11_2(clamped), "two tools in parallel", "clamping at 0 hides that")
+
+    def edges_only(tracer, span):  # the time before the first child and after the last: the gaps between are lost
+        children = tracer.children(span)
+        return span.seconds - (max(c.end for c in children) - min(c.start for c in children)) if children else span.seconds
+    not_yet(exercises.check_11_2(edges_only), "one after another", "covered by at least one")
     wrong_kind(exercises.check_11_2(lambda tracer, span: f"{reference_self_time(tracer, span)} s"), "a number")
     wrong_kind(exercises.check_11_2(lambda tracer, span: True), "a number")
 
@@ -1776,6 +2490,19 @@ def test_11_3_wrong_answers():
     not_yet(exercises.check_11_3(lambda attributes: reference_otlp_attributes(attributes)[1:]), "once each")
     not_yet(exercises.check_11_3(lambda attributes: [{"name": k, "value": v} for k, v in attributes.items()]),
             '"key" and "value"')
+
+    def doubles_as_strings(attributes):  # by analogy with intValue
+        items = reference_otlp_attributes(attributes)
+        for item in items:
+            if "doubleValue" in item["value"]:
+                item["value"]["doubleValue"] = str(item["value"]["doubleValue"])
+        return items
+    not_yet(exercises.check_11_3(doubles_as_strings), "temperature", "a doubleValue is a JSON number")
+
+    def numbers_as_doubles(attributes):  # JavaScript's view: every number is a double
+        return [{"key": k, "value": {"doubleValue": v}} if isinstance(v, (int, float)) and not isinstance(v, bool)
+                else item for (k, v), item in zip(attributes.items(), reference_otlp_attributes(attributes))]
+    not_yet(exercises.check_11_3(numbers_as_doubles), "gen_ai.usage.input_tokens=270", "an int is an intValue")
     wrong_kind(exercises.check_11_3(lambda attributes: {k: {"stringValue": str(v)} for k, v in attributes.items()}),
                "a list")
     wrong_kind(exercises.check_11_3(lambda attributes: str(attributes)), "a list")
@@ -2031,6 +2758,12 @@ def test_12_1_reference_and_wrong_answers():
         "name": n, "arguments": a, "_meta": {"io.modelcontextprotocol/protocolVersion": "2026-07-28"}}}
     not_yet(exercises.check_12_1(no_caps), "clientCapabilities")
     not_yet(exercises.check_12_1(lambda i, n, a: {**reference_tools_call(i, n, a), "jsonrpc": "2"}), '"2.0"')
+    plain_keys = lambda i, n, a: {**reference_tools_call(i, n, a), "params": {  # noqa: E731 - initialize's names
+        "name": n, "arguments": a, "_meta": {"protocolVersion": "2026-07-28", "clientCapabilities": {}}}}
+    not_yet(exercises.check_12_1(plain_keys), "carry a prefix", "io.modelcontextprotocol/protocolVersion")
+    top_level_meta = lambda i, n, a: {**reference_tools_call(i, n, a), "params": {"name": n, "arguments": a},  # noqa: E731
+                                      "_meta": MODERN_META}
+    not_yet(exercises.check_12_1(top_level_meta), "params._meta")
 
 
 def reference_choose_version(response):
@@ -2059,6 +2792,17 @@ def test_12_2_reference_and_wrong_answers():
     refuse_on_32022 = lambda r: None if r and r.get("error", {}).get("code") == -32022 else reference_choose_version(r)  # noqa: E731
     not_yet(exercises.check_12_2(refuse_on_32022), "2025-11-25 is one of ours")
     wrong_kind(exercises.check_12_2(lambda r: 2026), "version string")
+    def starting_point(response):  # the notebook's exercise cell
+        if response and "result" in response:
+            return "2026-07-28"
+        return "2025-11-25"
+    not_yet(exercises.check_12_2(starting_point), "no version in its list is one we speak")
+    prefers_legacy = lambda r: ("2025-11-25" if r and "2025-11-25" in r.get("result", {}).get("supportedVersions", [])  # noqa: E731
+                                else reference_choose_version(r))
+    not_yet(exercises.check_12_2(prefers_legacy), "dual-era", "the handshake is only for a server that does not")
+    newest = lambda r: (max(r["result"]["supportedVersions"]) if r and "result" in r  # noqa: E731
+                        else reference_choose_version(r))
+    not_yet(exercises.check_12_2(newest), "2099-01-01", "no version in its list is one we speak")
 
 
 def reference_tool_changes(old, new):
@@ -2079,6 +2823,10 @@ def test_12_3_reference_and_wrong_answers():
         a["name"] for a in old for b in new if a["name"] == b["name"] and str(a) != str(b))}
     not_yet(exercises.check_12_3(as_text), "whatever their order")
     not_yet(exercises.check_12_3(lambda old, new: {"added": []}), "return all three keys")
+    added_also_changed = lambda old, new: {**reference_tool_changes(old, new), "changed": sorted(  # noqa: E731
+        b["name"] for b in new if {a["name"]: a for a in old}.get(b["name"]) != b)}
+    not_yet(exercises.check_12_3(added_also_changed), "a new tool and one gone", "added or removed")
+    done(exercises.check_12_3(lambda old, new: {k: set(v) for k, v in reference_tool_changes(old, new).items()}))
     wrong_kind(exercises.check_12_3(lambda old, new: []), "return a dict")
 
 
@@ -2102,6 +2850,8 @@ def test_13_1_reference_and_wrong_answers():
                                       "fixed": reference_regressions(b, a)["fixed"], "missing": []}
     not_yet(exercises.check_13_1(missing_as_broken), "missing")
     not_yet(exercises.check_13_1(lambda b, a: {"broken": []}), "return all three keys")
+    fails_now = lambda b, a: {**reference_regressions(b, a), "broken": sorted(t for t in a if not a[t])}  # noqa: E731
+    not_yet(exercises.check_13_1(fails_now), "nothing changed", "failed both times did not break")
     wrong_kind(exercises.check_13_1(lambda b, a: []), "return a dict")
 
 
@@ -2134,12 +2884,33 @@ def test_13_2_reference_and_wrong_answers():
     wrong_kind(exercises.check_13_2(lambda u, p: "$0.01"), "number of dollars")
 
 
+def test_13_2_exact_numbers_of_other_types_pass():
+    from decimal import Decimal
+    from fractions import Fraction
+
+    def in_decimal(usage, prices):  # money in Decimal, as an accountant would
+        n = {k: Decimal(usage.get(k) or 0) for k in ("input_tokens", "cache_creation_input_tokens",
+                                                      "cache_read_input_tokens", "output_tokens")}
+        per = Decimal(str(prices["input"])) / 1_000_000
+        return (n["input_tokens"] * per + n["cache_creation_input_tokens"] * per * Decimal("1.25")
+                + n["cache_read_input_tokens"] * per * Decimal("0.1")
+                + n["output_tokens"] * Decimal(str(prices["output"])) / 1_000_000)
+    done(exercises.check_13_2(in_decimal))
+    done(exercises.check_13_2(lambda u, p: Fraction(reference_cache_cost(u, p))))
+    not_yet(exercises.check_13_2(lambda u, p: in_decimal(u, p) * 2), "expected $")
+    not_yet(exercises.check_13_2(lambda u, p: Decimal("sNaN")), "not a number of dollars")
+    not_yet(exercises.check_13_2(lambda u, p: reference_cache_cost(u, p) * 1e3), "not per thousand")
+    wrong_kind(exercises.check_13_2(lambda u, p: complex(reference_cache_cost(u, p))), "number of dollars")
+
+
 def reference_as_data_text(text):
     import html
     return "<untrusted_data>\n" + html.escape(text, quote=False) + "\n</untrusted_data>"
 
 
 def test_13_3_reference_and_wrong_answers():
+    import html
+
     done(exercises.check_13_3(reference_as_data_text))
     not_yet(exercises.check_13_3(lambda t: f"<untrusted_data>{t}</untrusted_data>"), "closes the tag")
     only_exact = lambda t: "<untrusted_data>" + t.replace("</untrusted_data>", "") + "</untrusted_data>"  # noqa: E731
@@ -2148,3 +2919,44 @@ def test_13_3_reference_and_wrong_answers():
     not_yet(exercises.check_13_3(no_amp), "escape '&' too")
     not_yet(exercises.check_13_3(lambda t: t), "should start with <untrusted_data>")
     wrong_kind(exercises.check_13_3(lambda t: t.encode()), "return a str")
+    amp_and_gt = lambda t: "<untrusted_data>" + t.replace("&", "&amp;").replace(">", "&gt;") + "</untrusted_data>"  # noqa: E731
+    not_yet(exercises.check_13_3(amp_and_gt), "closes the tag", "escaping '>' is not enough", "escape '<'")
+    wrong_order = lambda t: ("<untrusted_data>" + t.replace("<", "&lt;").replace(">", "&gt;").replace("&", "&amp;")  # noqa: E731
+                             + "</untrusted_data>")
+    not_yet(exercises.check_13_3(wrong_order), "unescaping twice", "escape '&' first")
+    twice = lambda t: "<untrusted_data>" + html.escape(html.escape(t)) + "</untrusted_data>"  # noqa: E731
+    not_yet(exercises.check_13_3(twice), "unescaping twice")
+    # odd but valid: escape only what can start a tag, and '&'; or every quote too (html.escape's default)
+    only_lt = lambda t: "<untrusted_data>" + t.replace("&", "&amp;").replace("<", "&lt;") + "</untrusted_data>"  # noqa: E731
+    done(exercises.check_13_3(only_lt))
+    done(exercises.check_13_3(lambda t: "<untrusted_data>" + html.escape(t) + "</untrusted_data>"))
+
+
+def notebook_function(notebook, name):
+    """A function defined in a notebook's source, with the imports of its source (module level, any cell)."""
+    import ast
+    from pathlib import Path
+
+    source = (Path(__file__).parent.parent / "notebooks" / "src" / notebook).read_text()
+    tree = ast.parse("\n".join(line for line in source.splitlines() if not line.startswith("%")))
+    wanted = [node for node in tree.body if isinstance(node, (ast.Import, ast.ImportFrom))
+              or isinstance(node, ast.FunctionDef) and node.name == name]
+    namespace = {}
+    exec(compile(ast.Module(body=wanted, type_ignores=[]), notebook, "exec"), namespace)
+    return namespace[name]
+
+
+@pytest.mark.parametrize("to, approved", [
+    ("ada@example.com", True), ("Ada Lovelace <ada@example.com>", True), ("Grace@EXAMPLE.com", True),
+    ('"Lovelace, Ada" <ada@example.com>, Bob <bob@example.com>', True), ("ada@example.com; bob@example.com", True),
+    ("attacker@evil.example, ada@example.com", False), ("ada@example.com, attacker@evil.example", False),
+    ("ada@example.com; leak@evil.example", False), ("Ada <ada@example.com>; Eve <eve@evil.example>", False),
+    ('"ada@example.com" <eve@evil.example>', False), ("ada@example.com.evil.example", False),
+    ("ada@example.com\nBcc: x@evil.example", False), ("@example.com", False), ("", False)])
+def test_13_company_only_approves_a_recipient_list_only_when_every_address_is_at_the_company(to, approved):
+    company_only = notebook_function("13_production.py", "company_only")
+    verdict = company_only({"name": "send_email", "input": {"to": to, "body": "hi"}})
+    assert (verdict is True) == approved, verdict
+    if not approved:
+        assert isinstance(verdict, str) and "not allowed" in verdict
+    assert company_only({"name": "delete_file", "input": {"path": "~/notes.txt"}}) is not True

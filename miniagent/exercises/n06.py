@@ -12,18 +12,20 @@ from miniagent.exercises._core import (_check_callable, _exercise, _kind, _mock_
                                        wrong_kind)
 
 
-def _sse(events: list[dict], *, newline: str = "\n", comments: bool = False, split_data: bool = False) -> bytes:
-    """A stream of `events` as the wire could carry it: another line ending, comment lines,
-    or the JSON of each event spread over several `data:` lines (the format allows all three)."""
+def _sse(events: list[dict], *, newline: str = "\n", comments: bool = False, split_data: bool = False,
+         space: str = " ") -> bytes:
+    """A stream of `events` as the wire could carry it: another line ending, comment lines, the
+    JSON of each event spread over several `data:` lines, or no space after the colon (the format
+    allows all four)."""
     out = [": a comment line, which a parser must skip"] if comments else []
     for event in events:
         data = json.dumps(event, ensure_ascii=False, separators=(", ", ": "))
         lines = [f"event: {event['type']}"]
         if split_data and ", " in data:  # cut between two JSON members: each line alone is not JSON
             head, tail = data.split(", ", 1)
-            lines += [f"data: {head},", f"data: {tail}"]
+            lines += [f"data:{space}{head},", f"data:{space}{tail}"]
         else:
-            lines.append(f"data: {data}")
+            lines.append(f"data:{space}{data}")
         if comments:
             lines.insert(1, ": keep-alive")
         out.append(newline.join(lines) + newline)
@@ -55,11 +57,25 @@ def _stream_cases() -> list[tuple[str, list[dict]]]:
             ("a stream cut inside the third tool call", broken)]
 
 
+def _overloaded() -> list[dict]:
+    """A text answer that an `error` event ends after two pieces of text, as an overloaded API sends it."""
+    from miniagent.mock.stream import message_events
+
+    events = message_events({"id": "msg_2", "type": "message", "role": "assistant", "model": "m",
+                             "content": [{"type": "text", "text": "Beijing is sunny today, 25 degrees, a light wind."}],
+                             "stop_reason": "end_turn", "stop_sequence": None,
+                             "usage": {"input_tokens": 10, "output_tokens": 12}})
+    deltas = [i for i, e in enumerate(events) if e["type"] == "content_block_delta"]
+    return events[:deltas[1] + 1] + [{"type": "error", "error": {"type": "overloaded_error", "message": "Overloaded"}}]
+
+
 _ZH = {"a text answer": "一段纯文本回答", "the demo's four tool calls": "演示里的四个工具调用",
        "a tool call cut off by max_tokens": "被 max_tokens 截断的工具调用",
        "a stream cut inside the third tool call": "第三个工具调用中途断开的流",
        "with \\n line endings": "换行符是 \\n", "with \\r\\n line endings": "换行符是 \\r\\n",
-       "with comment lines": "带注释行", "with the JSON over two data: lines": "JSON 分在两行 data: 里"}
+       "with comment lines": "带注释行", "with the JSON over two data: lines": "JSON 分在两行 data: 里",
+       "with no space after data:": "data: 后面没有空格",
+       "a stream that an error event ends": "以 error 事件结束的流"}
 """The Chinese of the cases' descriptions above, for the hints in the Chinese edition."""
 
 
@@ -70,8 +86,10 @@ def check_06_1(parse_events: Any) -> None:
     _check_callable(parse_events, "parse_events", "parse_events(raw bytes) returns the events' parsed data",
                     zh="parse_events(raw bytes) 返回每个事件解析后的 data")
     cases = [(what, events) for what, events in _stream_cases() if what != "a stream cut inside the third tool call"]
+    cases.append(("a stream that an error event ends", _overloaded()))
     forms = [("with \\n line endings", {}), ("with \\r\\n line endings", {"newline": "\r\n"}),
-             ("with comment lines", {"comments": True}), ("with the JSON over two data: lines", {"split_data": True})]
+             ("with comment lines", {"comments": True}), ("with the JSON over two data: lines", {"split_data": True}),
+             ("with no space after data:", {"space": ""})]
     for (what, events), (how, style) in [(case, form) for case in cases for form in forms]:
         raw = _sse(events, **style)
         where_zh = f"在{_ZH[what]}上，{_ZH[how]}"
@@ -92,10 +110,14 @@ def check_06_1(parse_events: Any) -> None:
             not_yet(f"on {what} {how}: {len(got)} events where there are {len(events)}; event {first} should be "
                     f"{_show(events[first], 50)}, yours was {seen}"
                     + (": join the data: lines of one event with \\n before parsing"
-                       if style.get("split_data") else ""),
+                       if style.get("split_data") else
+                       ": keep every event, error included: it is how a stream that began with a 200 says it failed"
+                       if first < len(events) and events[first]["type"] == "error" else ""),
                     zh=f"{where_zh}：流里有 {len(events)} 个事件，你得到 {len(got)} 个；事件 {first} 应该是 "
                        f"{_show(events[first], 50)}，你的{seen_zh}"
-                       + ("：解析之前，先用 \\n 把同一个事件的几行 data: 拼起来" if style.get("split_data") else ""))
+                       + ("：解析之前，先用 \\n 把同一个事件的几行 data: 拼起来" if style.get("split_data") else
+                          "：每个事件都要保留，error 也不例外：一个以 200 开始的流，就是靠它来说明自己失败了"
+                          if first < len(events) and events[first]["type"] == "error" else ""))
 
 
 @_exercise("06", 2)
@@ -123,8 +145,14 @@ def check_06_2(tool_inputs: Any) -> None:
         wrong = next((i for i in sorted(set(want) | set(got), key=str) if dict(got).get(i, "?") != want.get(i, "?")),
                      None)
         if wrong not in got:
-            hint = ": every tool_use block has an entry, keyed by its index, finished or not"
-            hint_zh = "：每个 tool_use block 都要有一项，以它的 index 为键，不管它完整与否"
+            hint = ": every tool_use block has an entry, keyed by its index (the int), finished or not"
+            hint_zh = "：每个 tool_use block 都要有一项，以它的 index（一个 int）为键，不管它完整与否"
+        elif wrong not in want:
+            hint = ": only tool_use blocks have an entry (a text block has no input)"
+            hint_zh = "：只有 tool_use block 才有一项（text block 没有 input）"
+        elif want.get(wrong) == {}:
+            hint = ": all its fragments are empty, so no arguments came: its input is {}, not None"
+            hint_zh = "：它的片段全是空的，也就是没有参数：input 是 {}，不是 None"
         elif want.get(wrong, "?") is None:
             hint = ": its JSON never completed, so its input is None (never guess the rest)"
             hint_zh = "：它的 JSON 始终没有完整，所以 input 是 None（不要去猜剩下的部分）"
@@ -162,6 +190,11 @@ def check_06_3(time_to_first_text: Any) -> None:
                     "a plain call gives nothing until the end",
                     zh="它没有发出流式请求：用 client.stream(messages)；普通调用要到最后才有东西")
         whole = first + 30 / 100  # the mock's answer is about 30 tokens, at 100 a second after the first
+        if got > 10 and first - 0.05 <= got / 1000 <= first + (whole - first) / 2:
+            not_yet(f"it said {got:g}, which is the first token's time ({first} s) in milliseconds: return seconds "
+                    "(time.perf_counter() differences already are)",
+                    zh=f"它给出 {got:g}，这是第一个 token 的时间（{first} s）换算成的毫秒数：应该返回秒"
+                       "（time.perf_counter() 的差值本来就是秒）")
         if got < first - 0.05:
             not_yet(f"it said {got:.2f} s, before any text could arrive (the first token came after {first} s): "
                     "stop the clock at the first text_delta, not at message_start",

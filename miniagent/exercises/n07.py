@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import inspect
+import json
 import threading
 from types import SimpleNamespace
 from typing import Any
@@ -97,10 +98,12 @@ def check_07_1(ask_all: Any) -> None:
                        "所以每个问题调用一次 make_agent()")
         expected_most = min(n, limit)
         if meter.most > limit:
-            not_yet(f"{case}: {meter.most} runs were in flight at once, over the limit: hold an "
-                    "asyncio.Semaphore(limit) around each run",
-                    zh=f"{case_zh}：同一时刻有 {meter.most} 个在运行，超过了 limit："
-                       "用 asyncio.Semaphore(limit) 把每次运行包起来")
+            not_yet(f"{case}: {meter.most} runs were in flight at once, over the limit: make one "
+                    "asyncio.Semaphore(limit), shared by all the runs, and hold it around each run (a semaphore "
+                    "made for each question, or held around the whole gather, limits nothing)",
+                    zh=f"{case_zh}：同一时刻有 {meter.most} 个在运行，超过了 limit：只创建一个 asyncio.Semaphore(limit)，"
+                       "让所有运行共用，并用它把每次运行包起来（每个问题各建一个 semaphore，或者把整个 gather 包起来，"
+                       "都限制不住）")
         if meter.most < expected_most:
             not_yet(f"{case}: at most {meter.most} run(s) in flight at once where {expected_most} could be: "
                     "start them all together (asyncio.gather) and let the semaphore hold back the rest",
@@ -183,7 +186,8 @@ def check_07_3(sse_frame: Any) -> None:
     _check_callable(sse_frame, "sse_frame", "sse_frame(event, text) returns the event as a str",
                     zh="sse_frame(event, text) 以 str 返回这个事件")
     texts = ["Hello", "北京：晴 ☀️", "two\nlines", "windows\r\nline ends", "an old\rMac line end",
-             "ends with a newline\n", "", "data: looks like a field", " leading space", "\n\nblank lines\n\n"]
+             "ends with a newline\n", "", "data: looks like a field", " leading space", "\n\nblank lines\n\n",
+             "a form\x0cfeed and a\u2028line separator: no line ends in SSE"]
     for text in texts:
         frame = _run(sse_frame, "text", text, name="sse_frame", case=f"on {text!r}", case_zh=f"text 为 {text!r} 时")
         if isinstance(frame, bytes):
@@ -193,6 +197,11 @@ def check_07_3(sse_frame: Any) -> None:
                        zh=f"sse_frame 返回的是{_kind(frame)}；应该以 str 返回这个事件")
         parser = SSEParser()
         events = parser.feed(frame.encode("utf-8"))
+        if not events and not any(line.startswith("data") for line in frame.splitlines()):
+            not_yet(f"on {text!r}: {_show(frame, 50)} has no data: line, and a parser dispatches no event without "
+                    "one: even an empty text needs its `data:` line",
+                    zh=f"text 为 {text!r} 时：{_show(frame, 50)} 里没有 data: 行，而没有 data 的事件解析器根本不会分发："
+                       "即使 text 是空的，也要有一行 `data:`")
         if len(events) != 1:
             not_yet(f"on {text!r}: a parser read {len(events)} events from {_show(frame, 50)}; one event ends "
                     "with a blank line (\\n\\n), and a line break inside the text must not make one",
@@ -202,7 +211,9 @@ def check_07_3(sse_frame: Any) -> None:
         if event.event != "text":
             not_yet(f"on {text!r}: the event's name came out as {event.event!r}; start with an `event: text` line",
                     zh=f"text 为 {text!r} 时：解析出的事件名是 {event.event!r}；第一行应该是 `event: text`")
-        if event.data != text.replace("\r\n", "\n").replace("\r", "\n"):
+        want = text.replace("\r\n", "\n").replace("\r", "\n")
+        if event.data != want:
+            _explain_data(text, want, event.data)
             not_yet(f"on {text!r}: the data came out as {event.data!r}. A data line cannot hold a line break: "
                     "split the text at every line end (\\n, \\r\\n, \\r) and send each line as its own `data:` line",
                     zh=f"text 为 {text!r} 时：解析出的 data 是 {event.data!r}。一行 data 里放不下换行："
@@ -224,3 +235,36 @@ def check_07_3(sse_frame: Any) -> None:
 
 
 _REFUSED = object()
+
+
+def _explain_data(text: str, want: str, data: str) -> None:
+    """A hint for a data that came out wrong in a way with a name: a lost leading space, splitlines, JSON."""
+    if data == "\n".join(line[1:] if line.startswith(" ") else line for line in want.split("\n")):
+        not_yet(f"on {text!r}: the data came out as {_show(data, 50)}, without the text's leading space. A parser removes "
+                "one space after `data:`, so write `data: ` (colon, then a space) before every line, and the line "
+                "as it is: `data:` straight before a line that starts with a space loses that space (so does "
+                "stripping the text)",
+                zh=f"text 为 {text!r} 时：解析出的 data 是 {_show(data, 50)}，text 开头的空格没了。解析器会去掉 `data:` 后面的"
+                   "一个空格，所以每一行前面都写 `data: `（冒号，再加一个空格），后面接原样的这一行：`data:` 后面直接跟"
+                   "一个以空格开头的行，这个空格就会被吃掉（把 text strip 掉也一样）")
+    if data != want and data in (want.rstrip("\n"), want.strip("\n")):
+        not_yet(f"on {text!r}: the data came out as {_show(data, 50)}, without the empty lines at its end (or start). Every "
+                "line counts, an empty one too: str.splitlines() drops a last empty line, strip() all of them. "
+                "Turn every line end into \\n, then split('\\n')",
+                zh=f"text 为 {text!r} 时：解析出的 data 是 {_show(data, 50)}，结尾（或开头）的空行没了。每一行都算数，空行也是："
+                   "str.splitlines() 会丢掉最后一个空行，strip() 会把它们全丢掉。先把所有行尾都换成 \\n，再 split('\\n')")
+    if data == "\n".join(text.splitlines()) and any(c in text for c in "\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029"):
+        not_yet(f"on {text!r}: the data came out as {_show(data, 50)}: str.splitlines() also splits at characters that end "
+                "no line in SSE (\\x0c, \\u2028 and more). Split at \\n, \\r\\n and \\r only (turn "
+                "\\r\\n and \\r into \\n, then split('\\n'))",
+                zh=f"text 为 {text!r} 时：解析出的 data 是 {_show(data, 50)}：str.splitlines() 还会在 SSE 里不算行尾的字符处切开"
+                   "（\\x0c、\\u2028 等）。只在 \\n、\\r\\n 和 \\r 处切分（先把后两种换成 \\n，再 split('\\n')）")
+    try:
+        decoded = json.loads(data)
+    except ValueError:
+        return
+    if decoded == text or decoded == want:
+        not_yet(f"on {text!r}: the data came out as {_show(data, 50)}, your text as JSON. Here the data is the text "
+                "itself, any text, each of its lines on a `data:` line of its own",
+                zh=f"text 为 {text!r} 时：解析出的 data 是 {_show(data, 50)}，也就是把 text 编码成了 JSON。"
+                   "这里的 data 就是 text 本身，不管什么文本，每一行单独放一行 `data:`")

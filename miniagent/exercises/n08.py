@@ -56,9 +56,56 @@ def check_08_1(to_openai_tool: Any) -> None:
                     f"keep it exactly as it is",
                     zh=f"{tool['name']} 工具：OpenAI 把 schema 叫作 \"parameters\"（Anthropic 叫 \"input_schema\"）；"
                        f"schema 本身原样保留")
+        if function.get("strict") is True and not _strict_ready(tool["input_schema"]):
+            not_yet(f"on {tool['name']}: \"strict\": true makes OpenAI hold the model to the schema, and it takes "
+                    "that only for a schema with additionalProperties: false and every property required, which "
+                    "this one is not: leave strict out (or false)",
+                    zh=f"{tool['name']} 工具：\"strict\": true 会让 OpenAI 强制模型遵守 schema，但只有写了 "
+                       "additionalProperties: false、所有属性都 required 的 schema 才能这样用，这个 schema 不是："
+                       "不写 strict（或者写 false）")
+        if isinstance(function.get("strict"), bool):  # false is the default; true where the schema allows it
+            got = {**got, "function": {k: v for k, v in function.items() if k != "strict"}}
         if dict(got) != want:
-            not_yet(f"on {tool['name']}: expected {_show(want, 70)}, got {_show(dict(got), 70)}",
-                    zh=f"{tool['name']} 工具：应该是 {_show(want, 70)}，实际是 {_show(dict(got), 70)}")
+            where, where_zh = _difference(want, dict(got), "result")
+            not_yet(f"on {tool['name']}: {where}", zh=f"{tool['name']} 工具：{where_zh}")
+
+
+def _strict_ready(schema: Any) -> bool:
+    """Whether OpenAI takes "strict": true with this schema: every object closed, every property required."""
+    if isinstance(schema, Mapping):
+        if schema.get("type") == "object" and (schema.get("additionalProperties") is not False or
+                                               set(schema.get("required", [])) != set(schema.get("properties", {}))):
+            return False
+        return all(_strict_ready(value) for value in schema.values())
+    if isinstance(schema, list):
+        return all(_strict_ready(value) for value in schema)
+    return True
+
+
+def _difference(want: Any, got: Any, path: str, path_zh: str | None = None) -> tuple[str, str]:
+    """Where `got` first differs from `want`, in English and Chinese: a key missing or extra, or a value.
+
+    `path` names the value (`path_zh` in the Chinese hint, if it differs): "result['function']".
+    """
+    zh = path if path_zh is None else path_zh
+    if isinstance(want, Mapping) and isinstance(got, Mapping):
+        for key in want:
+            if key not in got:
+                return (f"{path} has no {key!r} (expected {_show(want[key], 50)})",
+                        f"{zh} 里缺了 {key!r}（应该是 {_show(want[key], 50)}）")
+        for key in got:
+            if key not in want:
+                return (f"{path} has {key!r}: {_show(got[key], 40)}, which does not belong there",
+                        f"{zh} 里多了 {key!r}: {_show(got[key], 40)}，它不该在那里")
+        for key in want:
+            if want[key] != got[key]:
+                return _difference(want[key], got[key], f"{path}[{key!r}]", f"{zh}[{key!r}]")
+    if isinstance(want, list) and isinstance(got, list) and len(want) == len(got):
+        for i, (a, b) in enumerate(zip(want, got)):
+            if a != b:
+                return _difference(a, b, f"{path}[{i}]", f"{zh}[{i}]")
+    return (f"{path} should be {_show(want, 60)}, got {_show(got, 60)}",
+            f"{zh} 应该是 {_show(want, 60)}，实际是 {_show(got, 60)}")
 
 
 def _chunk(index: int, *, id: str | None = None, name: str | None = None, arguments: str = "") -> dict:
@@ -98,11 +145,16 @@ def _cases() -> list[tuple[str, list[dict], list[dict]]]:
           {"id": "call_b", "name": "get_current_time", "input": {}}]),
         ("a call without arguments", empty, [{"id": "call_c", "name": "get_current_time", "input": {}}]),
         ("a call cut off mid-arguments", broken, [{"id": "call_d", "name": "get_weather", "input": None}]),
+        ("a stream whose last chunk has only usage, no choices (OpenAI's stream_options include_usage)",
+         [*empty, {"choices": [], "usage": {"prompt_tokens": 20, "completion_tokens": 5, "total_tokens": 25}}],
+         [{"id": "call_c", "name": "get_current_time", "input": {}}]),
     ]
 
 
 _ZH = {"two calls, one after the other": "先后到达的两个调用", "two calls whose pieces take turns": "片段交替到达的两个调用",
        "a call without arguments": "一个没有参数的调用", "a call cut off mid-arguments": "参数传到一半被截断的调用",
+       "a stream whose last chunk has only usage, no choices (OpenAI's stream_options include_usage)":
+           "最后一个 chunk 只有 usage、没有 choices 的流（OpenAI 的 stream_options include_usage）",
        "a plain conversation": "一段普通对话",
        "two tool calls answered in one user turn": "在同一个 user 轮次里回答的两个工具调用",
        "a call with no text, and a question after its result": "不带文本、结果后面还跟着一个问题的调用"}
@@ -228,8 +280,8 @@ def check_08_3(to_openai_messages: Any) -> None:
                     "its own \"tool\" message (with tool_call_id), in order, before any text of that turn",
                     zh=f"在{_ZH[what]}上：得到的 role 依次是 {roles}，应该是 {want_roles}：每个 tool_result 都单独变成"
                        "一条 \"tool\" 消息（带 tool_call_id），按原来的顺序，放在这一轮的所有文本之前")
-        for mine, right in zip(got, want):
-            if mine != right:
+        for index, (mine, right) in enumerate(zip(got, want)):
+            if _same_meaning(mine) != _same_meaning(right):
                 hint = hint_zh = ""
                 if right.get("tool_calls") and isinstance(mine, Mapping):
                     calls = mine.get("tool_calls")
@@ -244,8 +296,9 @@ def check_08_3(to_openai_messages: Any) -> None:
                 elif right["role"] in ("user", "assistant") and isinstance(right.get("content"), str):
                     hint = ": text blocks become a plain string"
                     hint_zh = "：text block 要变成一个普通字符串"
-                not_yet(f"on {what}: expected {_show(right, 70)}, got {_show(mine, 70)}{hint}",
-                        zh=f"在{_ZH[what]}上：应该是 {_show(right, 70)}，实际是 {_show(mine, 70)}{hint_zh}")
+                where, where_zh = _difference(_same_meaning(right), _same_meaning(mine), f"message {index}",
+                                              f"第 {index} 条消息")
+                not_yet(f"on {what}: {where}{hint}", zh=f"在{_ZH[what]}上：{where_zh}{hint_zh}")
 
 
 def _same_meaning(message: Any) -> Any:

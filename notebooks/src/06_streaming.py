@@ -2,10 +2,10 @@
 # # 06 · Streaming — the first words in milliseconds, the same message at the end
 #
 # A long answer takes seconds to generate, and a plain call shows nothing until the
-# last token. Streaming sends each piece as it is written. The article puts it first on
-# its list of what to add before users arrive, because adding it late changes the
-# whole call chain. Here it slots in under the client: the loop and the agent still
-# receive one message dict, plus callbacks while it forms.
+# last token. Streaming sends each piece as it is written. The article's advice is to
+# add it early ("流式输出（SSE）越早上越好"): once users are on the agent, adding
+# streaming means changing the whole call chain. Here it slots in under the client: the
+# loop and the agent still receive one message dict, plus callbacks while it forms.
 #
 # **You will be able to**
 # - read a stream of Server-Sent Events on the wire and assemble it into the message by hand;
@@ -60,7 +60,11 @@ print(raw.decode()[:900], "...")
 # fixed: `message_start` (the message with empty `content`), then for each content
 # block a `content_block_start`, its `content_block_delta`s and a `content_block_stop`,
 # then `message_delta` (the stop reason and the final usage) and `message_stop`. A
-# `ping` can come at any time and means nothing.
+# `ping` can come at any time and means nothing. And an `error` event can come at any
+# time too, `data: {"type": "error", "error": {"type": "overloaded_error", "message":
+# "Overloaded"}}`: the API could not finish the answer. The status was 200 long before,
+# so this event is the only sign; the stream ends there, with no `message_stop`, and
+# what arrived is half an answer (below, you break a stream this way).
 #
 # ```mermaid
 # sequenceDiagram
@@ -194,8 +198,32 @@ except miniagent.StreamError as err:
 # model meant. The client raises `StreamError`, says how far the stream got, and does
 # **not** retry on its own: the text you may already have shown would come a second
 # time. Before the first byte, a failed stream is retried like any call (429, 529,
-# dropped connections); after it, the decision is yours. The agent below treats it as a
-# failed call: the run ends, and the history stays as it was.
+# dropped connections); after it, the decision is yours.
+#
+# The other way a stream fails after its 200 is the `error` event. Here the mock is
+# overloaded after two pieces of text, read first by hand, then by the client:
+
+# %%
+weather_question = [{"role": "user", "content": "The weather in Beijing?"}]
+broken.mock.script(scripts.overloaded_midway("Beijing is sunny today, 25 degrees, a light wind."))
+url, headers = broken.endpoint()
+by_hand = {**body, "model": broken.model, "messages": weather_question}
+with broken.http.stream("POST", url, headers=headers, json=by_hand) as reply:
+    last_event = b"".join(reply.iter_bytes()).decode().strip().split("\n\n")[-1]
+print(reply.status_code, "| the last event:\n" + last_event)
+
+broken.mock.script(scripts.overloaded_midway("Beijing is sunny today, 25 degrees, a light wind."))
+try:
+    broken.create(weather_question, stream=True)
+except miniagent.APIError as err:
+    print(type(err).__name__, "->", str(err).split(" (request")[0])
+    print("partial content:", json.dumps(err.partial["content"], ensure_ascii=False))
+
+# %% [markdown]
+# The client raises what a plain call would have got as a 529 (`OverloadedError`), says
+# it came mid-stream, keeps what arrived in `err.partial`, and again does not retry on
+# its own. The agent below treats either failure as a failed call: the run ends, and the
+# history stays as it was.
 #
 # ## Now from the package
 #
@@ -324,8 +352,9 @@ print("tool results in the trace:", len(fragile.trace.of_type("tool_result")), "
 # **Exercise 1.** The hand-made `events_of` above assumes `\n` line endings and one
 # `data:` line per event. Write `parse_events(raw: bytes) -> list[dict]` that returns
 # each event's parsed data, in order, also for streams with `\r\n` line endings, comment
-# lines (they start with `:`), and an event whose JSON is spread over several `data:`
-# lines (joined with `\n`, as the format says).
+# lines (they start with `:`), `data:` lines with no space after the colon (the one space
+# there is optional), and an event whose JSON is spread over several `data:` lines
+# (joined with `\n`, as the format says). Every event counts, `error` too.
 
 # %% tags=["exercise"]
 def parse_events(raw):

@@ -3,9 +3,11 @@
 #
 # An agent spends almost all of its time waiting: for the model's first token, for a
 # tool's web request. One conversation at a time, a server would sit idle through all
-# of it. The article's table ends with what Spring AI adds for production: reactive
-# async, concurrency, and SSE to the browser. In Python the same pieces are `asyncio`
-# and an ASGI web service. This notebook builds both on the package you already have.
+# of it. The article's table of what Spring AI and LangChain4j add to its mini agent has
+# two rows for that: 异步与并发 (async and concurrency), where the frameworks bring
+# "Reactive 全家桶" (the whole reactive family), and 流式输出（SSE）, streaming to the
+# browser. In Python the same pieces are `asyncio` and an ASGI web service. This
+# notebook builds both on the package you already have.
 #
 # **You will be able to**
 # - write agent code with `async`/`await`, and spot the one mistake that quietly makes
@@ -357,18 +359,15 @@ print(await agent.chat("What is my name?"))
 #
 # `create_app` builds the service around any agent factory: a new agent for each run,
 # given its conversation's history, which the service keeps (in its own memory by default;
-# in a database when several processes serve, below). Start it in a thread of this
-# notebook, on a port of its own:
+# in a database when several processes serve, below). `serve_in_thread`, in the same
+# module, starts it on uvicorn in a thread of this notebook, on a free port: re-running
+# the cell, a second notebook or a neighbour on a shared JupyterHub never collide. (Ask
+# it for a port that is taken and it fails at once, saying what to do.)
 
 # %%
 import functools
-import threading
 
-import uvicorn
-
-from miniagent.serve import create_app
-
-PORT = 8707  # change it if something else on your machine uses it
+from miniagent.serve import create_app, serve_in_thread
 
 
 @functools.cache
@@ -383,12 +382,8 @@ def new_agent():
 
 
 app = create_app(agent_factory=new_agent)
-server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=PORT, log_level="warning"))
-threading.Thread(target=server.run, daemon=True).start()
-while not server.started:
-    await asyncio.sleep(0.01)
-base = f"http://127.0.0.1:{PORT}"
-print("serving at", base, "| open it in your browser to chat")
+server, base = serve_in_thread(app)  # base: "http://127.0.0.1:" and the port it got
+print("serving:", server.started, "| print(base) shows its address: open that in your browser to chat")
 
 # %% [markdown]
 # `POST /chat`, with httpx as any client would call it. No `conversation_id` starts a
@@ -482,13 +477,10 @@ async def get_weather(city: str) -> str:
 
 slow_app = create_app(agent_factory=lambda: AsyncAgent(miniagent.connect_async(offline=True, quiet=True),
                                                        [get_weather], stream=True))
-slow = uvicorn.Server(uvicorn.Config(slow_app, host="127.0.0.1", port=PORT + 1, log_level="warning"))
-threading.Thread(target=slow.run, daemon=True).start()
-while not slow.started:
-    await asyncio.sleep(0.01)
+slow, slow_base = serve_in_thread(slow_app)
 
 # %%
-async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{PORT + 1}", timeout=30) as client:
+async with httpx.AsyncClient(base_url=slow_base, timeout=30) as client:
     async with client.stream("POST", "/chat/stream", json={"message": "What's the weather in Paris?"}) as response:
         parser = miniagent.SSEParser()
         async for chunk in response.aiter_bytes():

@@ -147,10 +147,17 @@ show(reply.json())
 # | why it stopped | `stop_reason`: end_turn, max_tokens, tool_use, refusal | `finish_reason`: stop, length, tool_calls, content_filter |
 # | usage | `input_tokens`, `output_tokens` | `prompt_tokens`, `completion_tokens` |
 # | must call a tool | `tool_choice: {"type": "any"}` | `tool_choice: "required"` |
-# | one call at a time | `disable_parallel_tool_use` | `parallel_tool_calls: false` |
+# | one call at a time | inside `tool_choice`: `{"type": "auto", "disable_parallel_tool_use": true}` | beside it: `parallel_tool_calls: false` |
 # | streamed calls | `input_json_delta` per block `index` | `delta.tool_calls[].function.arguments` per `index` |
 # | stream end | `message_stop` | `data: [DONE]` |
-# | reasoning | `thinking` block (signed, sent back) | `reasoning_content` (DeepSeek, Qwen, Kimi; not sent back) |
+# | reasoning | `thinking` block (signed, sent back) | `reasoning_content` (DeepSeek, Qwen, Kimi), sent back too |
+#
+# The last row is the one translations get wrong. DeepSeek's thinking mode answers 400
+# ("The reasoning_content in the thinking mode must be passed back to the API") when an
+# assistant turn that made tool calls comes back without its `reasoning_content`, and an
+# agent's turns are mostly such turns. Thinking is on by default on DeepSeek's current
+# models, so a translation that drops the field works on every other provider and fails
+# on DeepSeek at the first call after a tool ran. The package sends it back (below).
 #
 # ```mermaid
 # flowchart LR
@@ -172,6 +179,18 @@ translated = providers.to_openai_request({**anthropic_body, "model": deepseek.mo
 print("the same request as by hand:", translated == openai_body)
 canonical = providers.from_openai_response(openai_answer)
 show({k: canonical[k] for k in ("content", "stop_reason", "usage")})
+
+# %% [markdown]
+# And the table's last row: an assistant turn that thought, then called a tool, as the
+# package sends it back. The thinking goes out as `reasoning_content`; its signature,
+# which only Anthropic reads, stays behind:
+
+# %%
+thought = [miniagent.user(question),
+           miniagent.assistant([{"type": "thinking", "thinking": "Paris: ask the weather tool.", "signature": "c2ln"},
+                                {"type": "tool_use", "id": "toolu_1", "name": "get_weather", "input": {"city": "Paris"}}]),
+           miniagent.user([miniagent.tool_result("toolu_1", "Paris: sunny")])]
+show(providers.to_openai_request({"model": deepseek.model, "max_tokens": 200, "messages": thought})["messages"][1])
 
 # %% [markdown]
 # ## Arguments that are not JSON
@@ -336,7 +355,8 @@ miniagent.exercises.check_08_1(reference_to_openai_tool)
 # Completions answer adds up to, in `index` order, each `{"id", "name", "input"}` where
 # `input` is the parsed arguments, `{}` when no arguments came, and `None` when they never
 # became valid JSON (a stream cut short). The check's streams include two calls whose
-# pieces take turns.
+# pieces take turns, and one whose last chunk has `usage` and no `choices`, as OpenAI
+# sends it when asked for usage (`stream_options`).
 
 # %% tags=["exercise"]
 def assemble_tool_calls(chunks):
