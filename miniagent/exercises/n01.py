@@ -5,8 +5,12 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from miniagent.exercises._core import (_check_callable, _clip, _exercise, _kind, _plural, _run, _show,
-                                       not_yet, wrong_kind)
+from miniagent.exercises._core import (_NotYet, _check_callable, _clip, _exercise, _kind, _plural, _raised, _run,
+                                       _show, not_yet, wrong_kind)
+
+_BUGS = (KeyError, IndexError, TypeError, AttributeError, NameError)
+"""Exceptions that are a slip in the code, not a decision it made: a hint for "you raised on purpose,
+return instead" is wrong for them."""
 
 
 def _system_text(system: Any) -> str:
@@ -93,6 +97,13 @@ def check_01_2(failed_request_id: Any, client: Any) -> None:
         return exchange.response.get("request_id") if isinstance(exchange.response, dict) else None
 
     rate_limited = [e for e in client.exchanges if e.status == 429 and request_id(e) == failed_request_id]
+    inside = [request_id(e) for e in client.exchanges if e.status == 429 and request_id(e)
+              and request_id(e) != failed_request_id and request_id(e) in failed_request_id]
+    if not rate_limited and inside:  # str(err): the message, with the id somewhere in it
+        not_yet(f"failed_request_id holds a text with the request id {inside[-1]!r} inside it (the exception's "
+                "message?); keep err.request_id, the id alone",
+                zh=f"failed_request_id 里存的是一段文本，request id {inside[-1]!r} 只是夹在其中（是异常的消息吧？）；"
+                   "要存的是 err.request_id，只要这个 id 本身")
     if not rate_limited:
         not_yet(f"mock_llm got no 429 with the request id {_show(failed_request_id)}: make a 429 outlast the "
                 "retries, catch the RateLimitError from mock_llm.create(...), and keep err.request_id",
@@ -112,14 +123,24 @@ def check_01_3(impatient_post: Any, client: Any, payload: Any) -> None:
     _check_callable(impatient_post, "impatient_post", "your copy of post_with_retries",
                     zh="你的 post_with_retries 副本")
     mock = client.mock
-    cases = [(3600, False), (2, True), (31, False)]
+    # 25 and 5 must be waited for: a threshold below 30, or "5" > "30" compared as text, gives up on them
+    cases = [(3600, False), (2, True), (31, False), (25, True), (5, True)]
     for retry_after, retries in cases:
         before = _last_request_number(mock)
         mock.fault(429, retry_after=retry_after)
         slept: list[float] = []
+        raised: list[BaseException] = []
         try:
-            _run(impatient_post, payload, name="impatient_post", case=f"(retry-after: {retry_after})",
+            _run(_noting(impatient_post, raised), payload, name="impatient_post", case=f"(retry-after: {retry_after})",
                  case_zh=f"retry-after: {retry_after}", sleep=slept.append)
+        except _NotYet:
+            sent = len([r for r in mock.requests if r["n"] > before])
+            if raised and sent and not retries and not isinstance(raised[0], _BUGS):  # gave up by raising
+                not_yet(f"with retry-after: {retry_after} impatient_post raised {_raised(raised[0])}: give up by "
+                        "returning what it has, (r, attempt), as post_with_retries does after its last attempt",
+                        zh=f"retry-after: {retry_after} 时，impatient_post 抛出了 {_raised(raised[0])}：放弃的方式是"
+                           "返回手里已有的结果 (r, attempt)，就像 post_with_retries 在最后一次尝试后那样")
+            raise
         finally:
             sent = len([r for r in mock.requests if r["n"] > before])
             if sent == 0:
@@ -129,6 +150,11 @@ def check_01_3(impatient_post: Any, client: Any, payload: Any) -> None:
                     "as post_with_retries does",
                     zh="impatient_post 没有向 mock_llm 的 mock 发送任何请求：像 post_with_retries 那样，"
                        "用 mock_http 发到 mock_url")
+        if not retries and sent == 1 and slept:
+            not_yet(f"with retry-after: {retry_after} it waited {slept[0]:g} s before giving up: look at "
+                    "retry-after before you sleep, and give up at once when it is over 30 s",
+                    zh=f"retry-after: {retry_after} 时，它先等了 {slept[0]:g} s 才放弃：要在 sleep 之前看 "
+                       "retry-after，超过 30 s 就立刻放弃")
         if not retries and (sent > 1 or slept):
             waited = f"waited {slept[0]:g} s and " if slept else ""
             not_yet(f"with retry-after: {retry_after} it {waited}tried again ({_plural(sent, 'request')}); "
@@ -140,6 +166,17 @@ def check_01_3(impatient_post: Any, client: Any, payload: Any) -> None:
                     f"and try again; it sent {_plural(sent, 'request')} and slept {slept or 'never'}",
                     zh=f"retry-after: {retry_after} 时，它应该（通过 sleep 参数）等 {retry_after} s 再重试；"
                        f"它发了 {sent} 个请求，" + (f"sleep 的记录是 {slept}" if slept else "从没调用 sleep"))
+
+
+def _noting(fn: Any, raised: list) -> Any:
+    """`fn`, keeping any exception it raises in `raised` (and raising it on)."""
+    def call(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return fn(*args, **kwargs)
+        except Exception as exc:  # noted for the hint, then reported by _run as any exception is
+            raised.append(exc)
+            raise
+    return call
 
 
 def _last_request_number(mock: Any) -> int:

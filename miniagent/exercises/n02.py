@@ -81,6 +81,12 @@ def check_02_1(time_tool: Any, client: Any) -> None:
     found = _graded_live(problem, client, (lambda f: f[0].split(":")[0], lambda f: f[1].split("：")[0]))
     if found:
         not_yet(found[0], zh=found[1])
+    if learner.name == "tool_a":
+        not_yet("the model picked it by its description, but its name is still 'tool_a', which says nothing: "
+                "rename it, as the exercise asks (a model reads the name beside the description, and so does "
+                "whoever reads a trace)",
+                zh="模型是凭描述选中它的，可它的名字还是 'tool_a'，什么也没说：按练习的要求给它改个名字"
+                   "（模型会把名字和描述放在一起读，读 trace 的人也一样）")
     if learner.description.strip().startswith("Your description here"):
         not_yet("the model picked it by its name alone; a real model leans on the description too, and "
                 "yours is still the placeholder: say what the tool does",
@@ -130,6 +136,11 @@ def check_02_2(run_safely: Any) -> None:
         if result is None:
             not_yet(f"run_safely returned None for {call}: return the tool_result block",
                     zh=f"调用 {call} 时，run_safely 返回了 None：应该返回 tool_result block")
+        if isinstance(result, dict) and "role" in result and "type" not in result:
+            wrong_kind(f"run_safely returned a whole message (with a role) for {call}; return just the "
+                       "tool_result block, the dict that goes inside that message's content",
+                       zh=f"调用 {call} 时，run_safely 返回的是一整条消息（带着 role）；只要返回 tool_result block，"
+                          "也就是放进那条消息 content 里的那个 dict")
         if not isinstance(result, dict):
             wrong_kind(f"run_safely returned {_kind(result)} for {call}; return the whole tool_result block, "
                        "a dict with type, tool_use_id and content",
@@ -246,8 +257,13 @@ def check_02_3(my_expression: Any) -> None:
                 zh="它在 Python 里的值太大，这里算不了：换小一点的数")
     except (SyntaxError, ValueError, TypeError, ArithmeticError, RecursionError, MemoryError):
         return  # Python refuses what safe_eval computes: a difference, and a real one
+    if type(theirs) in (int, float) and theirs == ours and "^" in my_expression:
+        not_yet(f"safe_eval and Python both give {_clip(format_number(ours), 40)}: ^ is the right symbol, but for "
+                "these numbers its two meanings agree; try other numbers",
+                zh=f"safe_eval 和 Python 算出来都是 {_clip(format_number(ours), 40)}：^ 这个符号找对了，"
+                   "只是对这几个数，它的两种含义恰好得出同一个结果；换几个数试试")
     if type(theirs) in (int, float) and theirs == ours:
-        not_yet(f"safe_eval and Python both give {format_number(ours)}: which symbols does safe_eval's "
+        not_yet(f"safe_eval and Python both give {_clip(format_number(ours), 40)}: which symbols does safe_eval's "
                 "docstring read differently from Python?",
-                zh=f"safe_eval 和 Python 算出来都是 {format_number(ours)}：看看 safe_eval 的 docstring，"
+                zh=f"safe_eval 和 Python 算出来都是 {_clip(format_number(ours), 40)}：看看 safe_eval 的 docstring，"
                    "哪些符号它和 Python 的理解不一样？")

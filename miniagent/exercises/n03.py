@@ -6,8 +6,9 @@ import copy
 from typing import Any, Callable
 
 from miniagent.exercises._core import (_NotYet, _check_callable, _clip, _exercise, _fused, _kind,
-                                       _mock_client, _ok_calls, _plural, _run, _say, _show, not_yet,
+                                       _mock_client, _ok_calls, _plural, _raised, _run, _say, _show, not_yet,
                                        wrong_kind)
+from miniagent.exercises.n01 import _BUGS  # the same rule for "a slip, not a decision" as in 01
 
 
 def _answer_and_messages(result: Any, name: str, case: str, case_zh: str) -> tuple[str, list]:
@@ -54,7 +55,7 @@ def check_03_1(budget_react: Any) -> None:
                 zh=f"token_budget=1,000,000、问题是 {question!r} 时，答案应该来自模型"
                    f"（它会说 3584）；你的答案是 {_show(answer, 50)}")
 
-    budget, before = 1_000, 5_200
+    budget, before = 950, 5_200  # the run passes 950 tokens at call 3 counting all of them, at call 4 counting input only
     client = _mock_client()
     client.usage.add({"input_tokens": before - 200, "output_tokens": 200})  # spent before this run
     client.mock.script(_runaway(40), repeat=True)
@@ -198,8 +199,15 @@ def check_03_3(careful_react: Any) -> None:
         case = f"(a model whose answer is {what})"
         what_zh = _CUT_ZH[what]
         outcome: dict[str, Any] = {}
-        failure = _attempt(lambda *a, **k: outcome.setdefault("result", careful_react(*a, **k)),
-                           client, "算一下 (1024 + 768) * 2", spy.tools, name="careful_react", case=case,
+
+        def noted(*a: Any, **k: Any) -> Any:
+            try:
+                return outcome.setdefault("result", careful_react(*a, **k))
+            except Exception as exc:  # noted for the hint, then reported by _run as any exception is
+                outcome["raised"] = exc
+                raise
+
+        failure = _attempt(noted, client, "算一下 (1024 + 768) * 2", spy.tools, name="careful_react", case=case,
                            case_zh=f"模型的回答是{what_zh}", max_iterations=10)
         calls = len(_ok_calls(client))
         if calls == 0 and not failure:
@@ -215,6 +223,11 @@ def check_03_3(careful_react: Any) -> None:
         if calls > 1:
             not_yet(f"after {what} it called the model again ({_plural(calls, 'call')} in all): stop on max_tokens",
                     zh=f"遇到{what_zh}之后，它又调用了模型（一共 {calls} 次）：遇到 max_tokens 就要停下")
+        if failure and calls == 1 and "raised" in outcome and not isinstance(outcome["raised"], _BUGS):
+            not_yet(f"on {what}, careful_react raised {_raised(outcome['raised'])}: stop by returning "
+                    "(answer, messages), with an answer that says max_tokens, as react returns its answer",
+                    zh=f"遇到{what_zh}时，careful_react 抛出了 {_raised(outcome['raised'])}：停下的方式是返回 "
+                       "(answer, messages)，答案里写明 max_tokens，就像 react 返回它的答案那样")
         if failure:
             raise failure
         answer, _ = _answer_and_messages(outcome.get("result"), "careful_react", f"on {what}", f"遇到{what_zh}时")

@@ -98,6 +98,9 @@ def _orphan_cases() -> list[tuple[str, str, list[dict]]]:
           {"role": "user", "content": [_result("toolu_a")]}]),
         ("a history whose messages all have string content", "每条消息的 content 都是字符串的历史",
          [_ask("Hi"), {"role": "assistant", "content": "Hello!"}, _ask("Bye")]),
+        ("a history whose first message answers a call only its last message makes",
+         "第一条消息回答了一个直到最后一条消息才发出的调用的历史",
+         [{"role": "user", "content": [_result("toolu_w")]}, _reply(_call("toolu_w"))]),
     ]
 
 
@@ -122,6 +125,12 @@ def check_04_1(orphaned_results: Any) -> None:
                        "strings such as 'toolu_1'",
                        zh=f"orphaned_results 返回了 {_show(got, 50)}；应该返回 tool_use_id，"
                           "也就是 'toolu_1' 这样的字符串")
+        first = [b["tool_use_id"] for b in _blocks(messages[0]) if b.get("type") == "tool_result"] if messages else []
+        if sorted(got) == sorted(i for i in want if i not in first) and any(i in want for i in first):
+            not_yet(f"on {what} the answer is {want}, yours was {_show(got, 60)}: the first message has no "
+                    "message before it (messages[i - 1] at i = 0 is the last one), so all its results are orphans",
+                    zh=f"在{what_zh}上，答案是 {want}，你的是 {_show(got, 60)}：第一条消息前面没有消息"
+                       "（i = 0 时 messages[i - 1] 是最后一条），所以它的结果全都是落单的")
         if sorted(got) != sorted(want):
             not_yet(f"on {what} the answer is {want}, yours was {_show(got, 60)}: compare each result's "
                     "tool_use_id with the ids of the tool_use blocks in the message just before it",
@@ -150,6 +159,7 @@ def check_04_2(trim_safe: Any) -> None:
     _check_callable(trim_safe, "trim_safe", "trim_safe(messages, max_turns) returns a shorter list",
                     zh="trim_safe(messages, max_turns) 返回一个更短的列表")
     requests = _requests()
+    same: tuple[str, str] | None = None  # the first case where it returned the list it was given
     for max_turns in (3, 5, 2, 10):
         for request in requests:
             given = copy.deepcopy(request)
@@ -162,6 +172,8 @@ def check_04_2(trim_safe: Any) -> None:
             if not isinstance(view, (list, tuple)) or not all(isinstance(m, dict) for m in view):
                 wrong_kind(f"trim_safe returned {_kind(view)}; return a list of messages",
                            zh=f"trim_safe 返回的是{_kind(view)}；应该返回一个消息列表")
+            if view is given and not same:
+                same = (case, case_zh)  # said last: a broken view is the bigger fault
             view = list(view)
             if given != request:
                 not_yet(f"trim_safe changed the list it was given ({case}): that is the agent's only copy "
@@ -190,6 +202,11 @@ def check_04_2(trim_safe: Any) -> None:
                         "drop only what you must",
                         zh=f"{case_zh}时，它只保留了 {len(view)} 条消息，而不拆散任何一对也能放下 {best} 条："
                            "只丢必须丢的")
+    if same:
+        not_yet(f"trim_safe returned the very list it was given ({same[0]}): return a new list, e.g. "
+                "list(messages), so that what the caller does to the view leaves the history alone",
+                zh=f"trim_safe 原样返回了传给它的那个列表（{same[1]}）：要返回一个新列表，比如 "
+                   "list(messages)，这样调用方怎么改这个视图，历史记录都不受影响")
 
 
 class _GuardedPolicy:
@@ -200,7 +217,11 @@ class _GuardedPolicy:
         self.policy = policy
 
     def view(self, messages: list[dict]) -> Any:
-        return _run(self.policy.view, messages, name=_say("your policy's view()", "你的策略的 view()"))
+        view = _run(self.policy.view, messages, name=_say("your policy's view()", "你的策略的 view()"))
+        if not isinstance(view, (list, tuple)):
+            not_yet(f"your policy's view() returned {_kind(view)}: return the list of messages to send",
+                    zh=f"你的策略的 view() 返回的是{_kind(view)}：应该返回要发送的消息列表")
+        return view
 
     def on_tool_results(self, results: list[dict]) -> Any:
         return _run(self.policy.on_tool_results, results,
@@ -208,6 +229,44 @@ class _GuardedPolicy:
 
     def __getattr__(self, name: str) -> Any:  # describe(), stats(), ... as the policy has them
         return getattr(self.policy, name)
+
+
+def _parts(policy: Any, depth: int = 0) -> list[Any]:
+    """The policy and those it is made of (Compose's .policies, a memory's .inner), a few levels deep."""
+    if depth > 4:
+        return []
+    found = [policy]
+    try:
+        inner = list(getattr(policy, "policies", None) or []) + [getattr(policy, "inner", None)]
+    except Exception:  # the check boundary: a learner's object whose attributes raise or do not iterate
+        return found
+    for part in inner:
+        if part is not None and not isinstance(part, type):
+            found += _parts(part, depth + 1)
+        elif part is not None:
+            found.append(part)
+    return found
+
+
+def _clients(policy: Any) -> list[Any]:
+    """The distinct clients a policy makes model calls with (Summarize's .client and the like)."""
+    found: list[Any] = []
+    for part in _parts(policy):
+        try:
+            client = None if isinstance(part, type) else getattr(part, "client", None)
+        except Exception:  # the check boundary: a learner's object whose attributes raise
+            client = None
+        if client is not None and all(client is not c for c in found):
+            found.append(client)
+    return found
+
+
+def _input_tokens(client: Any) -> int | None:
+    try:
+        value = client.usage.input_tokens
+    except Exception:  # the check boundary: a learner's own client-like object
+        return None
+    return value if isinstance(value, int) else None
 
 
 def _completed(session: Any) -> bool:
@@ -241,6 +300,10 @@ def check_04_3(my_policy: Any, run_session: Callable[[Any], Any], measured: Any,
                    f"it is {_kind(my_policy)}",
                    zh="my_policy 应该是一个上下文策略，像 SlidingWindow(...) 那样有 view() 和 on_tool_results()；"
                       f"它现在是{_kind(my_policy)}")
+    for part in _parts(my_policy):
+        if isinstance(part, type):
+            wrong_kind(f"your policy holds the class {part.__name__}; make one: {part.__name__}(...)",
+                       zh=f"你的策略里放的是类 {part.__name__}；要创建一个实例：{part.__name__}(...)")
     knew = [(label, s) for label, s in _sessions(measured)
             if _completed(s) and name in str(getattr(s, "answer", "")) and getattr(s, "policy", None) is not my_policy]
     if not knew:
@@ -248,7 +311,12 @@ def check_04_3(my_policy: Any, run_session: Callable[[Any], Any], measured: Any,
                 "run the cells above first",
                 zh=f"测过的会话里，没有一个到最后还记得 {name!r}，所以没有要超过的目标；先运行上面的单元格")
     label, target = min(knew, key=lambda item: item[1].input_tokens)
+    clients = _clients(my_policy)
+    before = [_input_tokens(c) for c in clients]
     session = _run(run_session, _GuardedPolicy(my_policy), name="run_session", patient=True)
+    elsewhere = [after - was for c, was in zip(clients, before)
+                 if (after := _input_tokens(c)) is not None and was is not None and after - was
+                 and after - was != session.input_tokens]
     if session.broke:
         turn, error = session.broke
         not_yet(f"the session stopped at turn {turn}: {_clip(error, 140)}",
@@ -262,6 +330,12 @@ def check_04_3(my_policy: Any, run_session: Callable[[Any], Any], measured: Any,
                 "what in your policy keeps the turn that gave it?",
                 zh=f"会话跑完了，但最后的回答不知道这个名字：{_show(session.answer, 60)}。"
                    "你的策略靠什么留住告诉它名字的那一轮？")
+    if elsewhere:
+        not_yet(f"your policy's own model calls (its summaries) went to another client, so the session did not "
+                f"count their {sum(elsewhere):,} input tokens: give it the client the session runs on "
+                "(practice in the notebook)",
+                zh=f"你的策略自己的模型调用（它的摘要）发给了另一个 client，所以会话没有算上它们的 "
+                   f"{sum(elsewhere):,} 个输入 token：把会话所用的那个 client 交给它（在 notebook 里就是 practice）")
     if session.input_tokens >= target.input_tokens:
         not_yet(f"it knew the name, but used {session.input_tokens:,} input tokens; {label!r} knew it too "
                 f"with {target.input_tokens:,}: spend fewer",
