@@ -2,8 +2,9 @@
 
 repo2docker reads a `binder/` folder instead of the files at the top (so `make setup`'s own files stay
 as they are): `runtime.txt` picks Python 3.11, `requirements.txt` installs the same pinned stack as
-`make setup` (it includes ../requirements.txt), and `postBuild` installs the package itself. No key:
-`miniagent.connect()` falls back to the offline mock, as `make lab` does.
+`make setup` (it includes ../requirements.txt), and `postBuild` installs the package itself and writes
+the student edition (student/, student/zh/: the notebooks without their solutions, where the READMEs'
+Binder links open). No key: `miniagent.connect()` falls back to the offline mock, as `make lab` does.
 
 The rules checked here are repo2docker's (buildpacks/base.py, buildpacks/python/__init__.py). When
 repo2docker can be run (`repo2docker` on PATH, or MINIAGENT_REPO2DOCKER=/path/to/repo2docker; it needs
@@ -19,6 +20,7 @@ import os
 import re
 import shutil
 import subprocess
+import sys
 import tomllib
 from pathlib import Path
 
@@ -79,9 +81,61 @@ def test_postbuild_is_executable_fails_loudly_and_installs_the_package_as_make_s
     text = script.read_text()
     assert os.access(script, os.X_OK) and text.startswith("#!/bin/bash\n")
     assert "set -euo pipefail" in text
-    commands = [line.strip() for line in text.splitlines() if line.strip() and not line.lstrip().startswith("#")]
-    assert commands[-1] == "python -m pip install --no-cache-dir --no-deps -e ."  # the deps come pinned, above
+    commands = postbuild_commands()
+    assert commands[0] == "python -m pip install --no-cache-dir --no-deps -e ."  # the deps come pinned, above
     assert "ANTHROPIC_API_KEY" not in "\n".join(commands) and "MINIAGENT_OFFLINE" not in "\n".join(commands)
+
+
+def postbuild_commands() -> list[str]:
+    text = (BINDER / "postBuild").read_text()
+    return [line.strip() for line in text.splitlines() if line.strip() and not line.lstrip().startswith("#")][1:]
+
+
+def make_recipe(target: str) -> list[str]:
+    """The commands of a Makefile target's recipe, $(PY) as the plain `python` of Binder's environment."""
+    lines = (ROOT / "Makefile").read_text().splitlines()
+    start = next(i for i, line in enumerate(lines) if line.startswith(f"{target}:"))
+    recipe = []
+    for line in lines[start + 1:]:
+        if not line.startswith("\t"):
+            break
+        recipe.append(line.strip().replace("$(PY)", "python"))
+    return recipe
+
+
+def test_postbuild_writes_the_student_edition_as_make_student_and_student_zh_do():
+    """Where a room starts on Binder or a JupyterHub: student/ (no reference solutions), not notebooks/."""
+    assert postbuild_commands()[1:] == make_recipe("student") + make_recipe("student-zh")
+
+
+def test_the_student_edition_postbuild_writes_has_no_solutions_and_no_saved_verdicts(tmp_path):
+    import nbformat
+
+    for name in ("notebooks", "scripts", "miniagent"):  # what the commands read, in a folder of their own
+        (tmp_path / name).symlink_to(ROOT / name)
+    env = {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"}
+    for command in postbuild_commands()[1:]:
+        run = subprocess.run(["bash", "-c", command], cwd=tmp_path, env=env, capture_output=True, text=True,
+                             timeout=120)
+        assert run.returncode == 0, run.stderr[-2000:]
+    for folder, source in ((tmp_path / "student", ROOT / "notebooks"), (tmp_path / "student" / "zh",
+                                                                         ROOT / "notebooks" / "zh")):
+        written = sorted(p.name for p in folder.glob("[0-9]*.ipynb"))
+        assert written == sorted(p.name for p in source.glob("[0-9]*.ipynb")) and len(written) == 14
+        for name in written:
+            cells = nbformat.read(folder / name, as_version=4).cells
+            tags = [set(c.get("metadata", {}).get("tags", [])) for c in cells]
+            assert not any("solution" in t for t in tags), name
+            assert not any("def reference_" in c.source for c in cells if c.cell_type == "code"), name
+            assert all(not c.outputs for c, t in zip(cells, tags) if t & {"exercise", "check"}), name
+            assert sum("check" in t for t in tags) == sum("exercise" in t for t in tags) >= 1, name
+
+
+def test_the_readmes_open_binder_at_the_student_edition():
+    link = re.compile(r"https://mybinder\.org/v2/gh/OWNER/REPO/HEAD\?urlpath=lab/tree/(student(?:/zh)?)\b")
+    assert "student" in link.findall((ROOT / "README.md").read_text(encoding="utf-8"))
+    assert "student/zh" in link.findall((ROOT / "README.zh-CN.md").read_text(encoding="utf-8"))
+    assert {"student", "student/zh"} <= set(link.findall((BINDER / "postBuild").read_text()))
 
 
 def _repo2docker() -> str | None:

@@ -26,3 +26,15 @@ def test_help_lists_each_target_once_and_each_listed_target_exists():
     assert set(listed) <= set(defined)
     for name in ("lab", "test", "test-props", "test-live", "test-ui", "notebooks", "bench"):
         assert name in listed
+
+
+def test_the_student_targets_open_the_student_edition_not_the_notebooks_with_their_solutions():
+    """`make lab-student` (and -zh) writes student/ first, from the saved notebooks, then opens JupyterLab there."""
+    for target, folder, source in (("lab-student", "student", "notebooks/[0-9]*.ipynb"),
+                                   ("lab-student-zh", "student/zh", "notebooks/zh/[0-9]*.ipynb")):
+        run = make("-n", "-o", ".venv/.installed", target)  # -o: never (re)install for this
+        assert run.returncode == 0, run.stderr
+        lines = [line for line in run.stdout.splitlines() if "nbtools.py student" in line or "jupyter lab" in line]
+        assert len(lines) == 2 and "nbtools.py student" in lines[0], run.stdout
+        assert lines[0].endswith(f"scripts/nbtools.py student {folder} {source}")
+        assert f"--notebook-dir={folder} " in lines[1] and "--notebook-dir=notebooks" not in lines[1]
