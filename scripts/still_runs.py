@@ -247,15 +247,12 @@ def _answered(code: int, out: str, err: str) -> str | None:
 
 
 SERVED = """
-import json, sys, threading, time
-import httpx, uvicorn
-from miniagent.serve import create_app
-server = uvicorn.Server(uvicorn.Config(create_app(), host="127.0.0.1", port=int(sys.argv[1]), log_level="warning"))
-threading.Thread(target=server.run, daemon=True).start()
-while not server.started:
-    time.sleep(0.05)
+import json, sys
+import httpx
+from miniagent.serve import create_app, serve_in_thread
+server, base = serve_in_thread(create_app(), port=int(sys.argv[1]))  # a taken port fails at once
 events = []
-with httpx.stream("POST", f"http://127.0.0.1:{sys.argv[1]}/chat/stream", json={"message": sys.argv[2]},
+with httpx.stream("POST", f"{base}/chat/stream", json={"message": sys.argv[2]},
                   timeout=httpx.Timeout(None, connect=10)) as reply:
     reply.raise_for_status()
     for line in reply.iter_lines():
