@@ -287,6 +287,52 @@ chat
 TraceView(chat.agent.trace)
 
 # %% [markdown]
+# ## Everything you wrote in 01–05, in one file
+#
+# The article's promise is an agent you can read whole in about 300 lines. The package
+# keeps every edge hardened, and so grew far past that; `miniagent/tiny.py` keeps the
+# promise: the call, tools with a schema and a registry, the loop with every
+# `stop_reason`, parallel tools and both budgets, a pair-safe window and the agent, on
+# httpx and the standard library alone. Open it beside this notebook and read it in
+# one sitting:
+
+# %%
+import miniagent.tiny
+
+source = inspect.getsource(miniagent.tiny)
+print(f"miniagent/tiny.py: {'under' if len(source.splitlines()) <= 300 else 'OVER'} 300 lines; its parts:")
+for line in source.splitlines():
+    if line.startswith("# --- "):
+        print("  ", line.strip("# -"))
+
+# %% [markdown]
+# It runs the demo question with the same tools, built by its own `tool()` from the same
+# functions. Like `connect()`, `tiny.connect()` takes the mock unless ANTHROPIC_API_KEY is
+# set (it speaks the Messages API only: no other providers). On the mock it makes the
+# same tool calls in the same rounds as `miniagent.Agent` and gives the same answer
+# (`tests/test_tiny.py` holds it to that):
+
+# %%
+from miniagent import builtin_tools
+
+one_file = miniagent.tiny.Agent(
+    miniagent.tiny.connect(),
+    [miniagent.tiny.tool(t.fn) for t in (builtin_tools.get_weather, builtin_tools.get_current_time,
+                                         builtin_tools.calculate)],
+    system=miniagent.agent.DEFAULT_SYSTEM)
+small = one_file.run(DEMO)
+print("talking to", one_file.llm.http.base_url)
+print(small.stop, "after", small.iterations, "model calls; the tools of each round:")
+for i, calls in enumerate(small.rounds, 1):
+    print(f"  {i}:", [name for name, _ in calls])
+print(small.text)
+
+# %% [markdown]
+# What it leaves out is what the rest of the series adds, and the package's own modules
+# hold: streaming, async, other providers, the trace, approval, summaries, and the
+# hundreds of hardening rules a real deployment needs.
+#
+# %% [markdown]
 # ## What mature frameworks add
 #
 # Section 7 of the article lists what Spring AI and LangChain4j do that its 300 lines
@@ -316,7 +362,8 @@ TraceView(chat.agent.trace)
 # - An agent is a client, tools, the loop and a context policy, plus a history it keeps
 #   between questions and restores when a call fails.
 # - A trace of every step (here as JSON Lines) is how you find out what it saw and did.
-# - `miniagent.Agent` (and `python -m miniagent`, and `ChatView`) are this, packaged.
+# - `miniagent.Agent` (and `python -m miniagent`, and `ChatView`) are this, packaged;
+#   `miniagent/tiny.py` is all of it in one file of under 300 lines, to read in one sitting.
 #
 # ## Exercises
 #
