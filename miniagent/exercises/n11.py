@@ -103,6 +103,19 @@ def _last_run_only(tracer: Any) -> dict[str, int]:
     return totals
 
 
+def _last_agent_seen(tracer: Any) -> dict[str, int]:
+    """Each model call charged to the agent span met last in the tree's order, not to its nearest ancestor."""
+    totals: dict[str, int] = {}
+    owner = None
+    for _, span in tracer.walk():
+        if span.kind == "agent":
+            owner = span.attributes["gen_ai.agent.name"]
+            totals.setdefault(owner, 0)
+        elif span.kind == "model" and owner is not None:
+            totals[owner] += span.attributes.get(IN, 0) + span.attributes.get(OUT, 0)
+    return totals
+
+
 def _agent_attributes(tracer: Any) -> dict[str, int]:
     totals: dict[str, int] = {}
     for span in tracer.of_kind("agent"):
@@ -186,6 +199,13 @@ def check_11_1(tokens_by_agent: Any) -> None:
         if _positive(got) == _positive(_tokens_by_agent(tracer, output=False)):
             not_yet(f"on {what}, you counted input tokens only: add gen_ai.usage.output_tokens too",
                     zh=f"在用例“{what_zh}”中，你只算了输入 token：还要加上 gen_ai.usage.output_tokens")
+        if _positive(got) == _positive(_last_agent_seen(tracer)):
+            not_yet(f"on {what}, a call made after a sub-agent finished went to that sub-agent ({_show(dict(got))}): "
+                    "the owner of a model call is the nearest agent among its ancestors (follow parent_id up), "
+                    "not the last agent span you met",
+                    zh=f"在用例“{what_zh}”中，子 Agent 结束之后的那次调用被算到了子 Agent 头上（{_show(dict(got))}）："
+                       "模型调用属于它祖先里离它最近的那个 Agent（顺着 parent_id 往上找），"
+                       "而不是你最后遇到的那个 Agent span")
         if _positive(got) == _positive(_last_run_only(tracer)):
             not_yet(f"on {what}, an agent that ran more than once kept only one run's tokens: add them up",
                     zh=f"在用例“{what_zh}”中，运行了不止一次的 Agent 只留下了一次运行的 token：要把每次运行都加起来")
@@ -283,6 +303,11 @@ def check_11_2(self_time: Any) -> None:
         if children and _close(got, reference.spans[index].seconds):
             not_yet(f"on {what}, you returned the span's whole duration: subtract the time its children cover",
                     zh=f"在用例“{what_zh}”中，你返回的是 span 的整个时长：要减去它的子 span 覆盖的时间")
+        if summed < 0 and _close(got, 0):
+            not_yet(f"on {what}, expected {want:.3f} s, got 0: the children's seconds add up to more than the span's, "
+                    "because they overlap; clamping at 0 hides that, merge their intervals instead",
+                    zh=f"在用例“{what_zh}”中，期望 {want:.3f} s，得到 0：子 span 的秒数加起来比这个 span 还长，"
+                       "因为它们有重叠；把结果截到 0 只是把问题藏起来，要先合并它们的区间")
         if _close(got, summed):
             not_yet(f"on {what}, expected {want:.3f} s, got {got:.3f} s: children that overlap in time (a parallel "
                     "round) cover that time once; merge their intervals before you subtract",
@@ -408,6 +433,14 @@ def _explain(what: str, key: str, value: Any, got: Any, want: dict) -> None:
     if isinstance(value, list) and "arrayValue" not in kinds:
         not_yet(f'{shown}: a list is {{"arrayValue": {{"values": [one AnyValue per item]}}}}',
                 zh=f'{shown_zh}：列表要写成 {{"arrayValue": {{"values": [每个元素一个 AnyValue]}}}}')
+    if isinstance(value, float) and kinds == {"doubleValue"} and isinstance(got["doubleValue"], str):
+        not_yet(f"{shown}: a doubleValue is a JSON number; only 64-bit integers (intValue) are written as strings",
+                zh=f"{shown_zh}：doubleValue 是 JSON 数字；只有 64 位整数（intValue）才写成字符串")
+    if isinstance(value, int) and not isinstance(value, bool) and kinds == {"doubleValue"}:
+        not_yet(f"{shown}: an int is an intValue (its digits as a string): a double holds integers exactly only "
+                "up to 2**53, and a backend sums token counts as integers",
+                zh=f"{shown_zh}：int 对应 intValue（把数字写成字符串）：double 只能精确表示 2**53 以内的整数，"
+                   "而后端是按整数累加 token 数的")
     if isinstance(value, float) and "intValue" in kinds:
         not_yet(f"{shown}: a float is a doubleValue (keep 0.7 a number, not rounded)",
                 zh=f"{shown_zh}：float 对应 doubleValue（0.7 要保持为数字，不要取整）")

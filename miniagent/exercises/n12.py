@@ -66,6 +66,11 @@ def check_12_1(tools_call: Any) -> None:
                     "which protocol you speak (there is no handshake any more)",
                     zh="新版请求在 params._meta 里声明自己的版本：没有它，服务器就不知道你用的是哪个版本的协议"
                        "（已经没有握手了）")
+        if ("protocolVersion" in meta or "clientCapabilities" in meta) and VERSION_KEY not in meta:
+            not_yet("the keys of params._meta carry a prefix: io.modelcontextprotocol/protocolVersion and "
+                    "io.modelcontextprotocol/clientCapabilities (plain protocolVersion is the old initialize's field)",
+                    zh="params._meta 里的键都带前缀：io.modelcontextprotocol/protocolVersion 和 "
+                       "io.modelcontextprotocol/clientCapabilities（不带前缀的 protocolVersion 是旧版 initialize 里的字段）")
         if meta.get(VERSION_KEY) != MODERN:
             not_yet(f"params._meta[{VERSION_KEY!r}] should be {MODERN!r}, got {_show(meta.get(VERSION_KEY))}",
                     zh=f"params._meta[{VERSION_KEY!r}] 应该是 {MODERN!r}，实际是 {_show(meta.get(VERSION_KEY))}")
@@ -146,6 +151,10 @@ def check_12_2(choose_version: Any) -> None:
                     "(refuse, and say which versions each side speaks)",
                     zh=f"{when}，你选了 {got!r}，但它列出的版本没有一个是我们支持的：要返回 None"
                        "（拒绝连接，并说明双方各自支持哪些版本）")
+        if want == MODERN and got == LEGACY:
+            not_yet(f"for {what}, the server speaks {MODERN}: speak it; the handshake is only for a server that "
+                    "does not",
+                    zh=f"{when}，服务器支持 {MODERN}：那就用它；只有服务器不支持时才退回去握手")
         if code == -32022 and want == LEGACY:
             not_yet(f"for {what}: error -32022 lists the versions the server speaks, and {LEGACY} is one of "
                     "ours; speak it (with the handshake)",
@@ -219,6 +228,11 @@ def check_12_3(tool_changes: Any) -> None:
         seen = {key: sorted(got[key]) if isinstance(got[key], (list, tuple, set)) else got[key] for key in want}
         if seen == want:
             continue
+        changed = seen.get("changed")
+        if isinstance(changed, list) and set(map(str, changed)) & (set(want["added"]) | set(want["removed"])):
+            not_yet(f"for {what}, changed={changed} holds a tool that was added or removed: a tool is changed only "
+                    "when it is in both listings and differs",
+                    zh=f"{when}，changed={changed} 里有新增或被删掉的工具：只有两份列表里都有、而且内容不同的工具才算 changed")
         if what == "the same tools in another order":
             not_yet(f"for {what}, you reported {_show(seen)}: match tools by name, not by position",
                     zh=f"{when}，你报告的是 {_show(seen)}：要按名称匹配工具，而不是按位置")

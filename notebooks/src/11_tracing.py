@@ -272,11 +272,13 @@ def traced_team(client):
     return team.orchestrator(client, [weather, math], tracer=tracer), tracer
 
 
-boss, team_tracer = traced_team(llm)
+team_llm = llm
+boss, team_tracer = traced_team(team_llm)
 print(boss.run(QUESTION).text)
 if len(team_tracer.of_kind("agent")) < 3:  # live, a small model may ask one specialist, or none
     print(f"\n(the model asked {len(team_tracer.of_kind('agent')) - 1} specialists; this section reads the mock's run)")
-    boss, team_tracer = traced_team(miniagent.connect(offline=True, quiet=True))
+    team_llm = miniagent.connect(offline=True, quiet=True)
+    boss, team_tracer = traced_team(team_llm)
     print(boss.run(QUESTION).text)
 print()
 show([s.to_dict() for s in team_tracer.spans])
@@ -305,13 +307,22 @@ print(f"the whole run took {summary['wall_seconds'] * 1000:.1f} ms")
 # in the tree's order, from its start to its end:
 
 # %%
-figure = team_tracer.timeline(title="An orchestrator and two specialists")
+on = "the mock: its model calls take milliseconds" if team_llm.mode == "offline" else f"{team_llm.model}, live"
+figure = team_tracer.timeline(title=f"An orchestrator and two specialists, on {on}")
 figure.axes[0].set_xlim(0, figure.axes[0].get_xlim()[1] * 1.25)  # room on the right for the legend
 plt.show()
 for depth, s in team_tracer.walk():
     print(f"{'  ' * depth + s.name:<40} starts at {s.start * 1000:.1f} ms, lasts {s.seconds * 1000:.1f} ms")
+chats = team_tracer.of_kind("model")
+print(f"\nthe {len(chats)} model calls: {sum(s.seconds for s in chats) * 1000:.1f} ms in all, the longest "
+      f"{max(s.seconds for s in chats) * 1000:.1f} ms; the whole run {summary['wall_seconds'] * 1000:.1f} ms")
 
 # %% [markdown]
+# Here the long bars are the tools, which sleep 50 ms each, and the model calls are
+# slivers: the mock answers in a few milliseconds, as the last line says. Live it is the
+# other way round: a model call takes seconds, so the chat bars dominate and the tools
+# become the slivers; the same tree then shows which agent waits for which call.
+#
 # The two specialists' bars sit side by side in time. Measure it on their `invoke_agent`
 # spans, not on the tool spans: the registry opens all of a round's tool spans before it
 # starts any thread, so those overlap whatever happens, while an agent span begins inside
