@@ -182,8 +182,8 @@ def test_parallel_tools_run_at_the_same_time_and_answer_in_order():
     calls = [{"type": "tool_use", "id": f"t{i}", "name": "meet", "input": {"i": i}} for i in range(4)]
     results = tools.run_all(calls)
     assert [(r["tool_use_id"], r["content"]) for r in results] == [(f"t{i}", f"met {i}") for i in range(4)]
-    barrier.reset()
-    one_by_one = tools.run_all(calls[:1], parallel=False)  # alone, the first waits in vain
+    barrier = threading.Barrier(2, timeout=0.1)  # `meet` reads this name when called
+    one_by_one = tools.run_all(calls[:2], parallel=False)  # one after another, the first waits in vain
     assert one_by_one[0]["is_error"] and "BrokenBarrierError" in one_by_one[0]["content"]
 
 
@@ -191,7 +191,7 @@ def test_api_errors_are_clear_retried_when_worth_it_and_never_show_the_key():
     mock = MockAPI()
     llm = mocked(mock)
     mock.fault(429, retry_after=0.01)
-    mock.fault(529)
+    mock.fault(529, retry_after=0.01)
     assert llm.create([{"role": "user", "content": "hi"}])["stop_reason"] == "end_turn"  # tried again
     key = "sk-ant-secret-0123456789abcdef"
     denied = tiny.LLM(key, transport=httpx.MockTransport(lambda r: httpx.Response(
