@@ -190,8 +190,7 @@ def test_parallel_tools_run_at_the_same_time_and_answer_in_order():
 def test_api_errors_are_clear_retried_when_worth_it_and_never_show_the_key():
     mock = MockAPI()
     llm = mocked(mock)
-    mock.fault(429, retry_after=0.01)
-    mock.fault(529, retry_after=0.01)
+    mock.fault(429, times=2, retry_after=0.01)  # (a 529 is retried the same way, after 0.5 s, then 1 s)
     assert llm.create([{"role": "user", "content": "hi"}])["stop_reason"] == "end_turn"  # tried again
     key = "sk-ant-secret-0123456789abcdef"
     denied = tiny.LLM(key, transport=httpx.MockTransport(lambda r: httpx.Response(
