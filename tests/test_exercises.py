@@ -2100,7 +2100,7 @@ def test_09_1_escaping_in_the_wrong_order_is_told_so():
     the hint used to say "keep % before and after", which the pattern did."""
     late = exercises.check_09_1(lambda text: "%" + text.replace("%", "\\%").replace("_", "\\_")
                                 .replace("\\", "\\\\") + "%")
-    not_yet(late, "after % and _", "escape \\ first")
+    not_yet(late, "two backslashes before the %", "after % and _", "escape \\ first")
     assert "keep % before and after" not in late.hint
     not_yet(exercises.check_09_1(lambda text: "%" + text.replace("_", "\\_").replace("\\", "\\\\")
                                  .replace("%", "\\%") + "%"), "escape \\ first")  # only _ escaped too early
@@ -2119,7 +2119,7 @@ def test_09_1_more_wrong_answers():
 def fts_reference(question):
     """The notebook's solution: the question's words (runs of letters and digits, as FTS5 reads them), quoted, OR-ed."""
     import re
-    return " OR ".join(f'"{word}"' for word in re.findall(r"\w+", question))
+    return " OR ".join(f'"{word}"' for word in re.findall(r"[^\W_]+", question))
 
 
 def test_09_2_reference_and_odd_but_valid():
@@ -2128,7 +2128,7 @@ def test_09_2_reference_and_odd_but_valid():
     done(exercises.check_09_2(lambda q: " OR ".join('"' + w.replace('"', '""') + '"'  # quotes doubled, harmless here
                                                     for w in re.split(r"[^0-9A-Za-z]+", q) if w)))
     done(exercises.check_09_2(lambda q: " OR ".join(dict.fromkeys(f'"{w.lower()}"' for w in re.findall(r"\w+", q)))))
-    done(exercises.check_09_2(lambda q: " OR ".join(f'"{w}"' for w in re.findall(r"[^\W_]+", q))))  # _ split too
+    done(exercises.check_09_2(lambda q: " OR ".join(f'"{w}"' for w in re.findall(r"\w+", q))))  # no _ here
 
 
 def test_09_2_a_word_is_what_fts5_reads_as_one():
@@ -2622,19 +2622,101 @@ def test_10_1_wrong_answers():
     wrong_kind(exercises.check_10_1("specialist"), "should be a function")
 
 
+def test_10_1_more_wrong_answers():
+    from miniagent.loop import run_loop
+    from miniagent.messages import user
+
+    def no_tools(client, tools, system):  # forgets to pass the tools on
+        @tool
+        def specialist(task: str) -> str:
+            """A specialist.
+
+            task: The task.
+            """
+            result = run_loop(client, [user(task)], system=system)
+            if not result.ok:
+                raise RuntimeError(result.reason)
+            return result.text
+        return specialist
+    not_yet(exercises.check_10_1(no_tools), "pass tools to run_loop")
+
+    def swapped(client, tools, system):  # the system prompt as the user's message, the task as the system prompt
+        @tool
+        def specialist(task: str) -> str:
+            """A specialist.
+
+            task: The task.
+            """
+            result = run_loop(client, [user(system)], tools=tools, system=task)
+            if not result.ok:
+                raise RuntimeError(result.reason)
+            return result.text
+        return specialist
+    not_yet(exercises.check_10_1(swapped), "send the task itself")
+
+    def last_message(client, tools, system):  # the final message, not its text
+        @tool
+        def specialist(task: str) -> str:
+            """A specialist.
+
+            task: The task.
+            """
+            result = run_loop(client, [user(task)], tools=tools, system=system)
+            if not result.ok:
+                raise RuntimeError(result.reason)
+            return result.messages[-1]
+        return specialist
+    wrong_kind(exercises.check_10_1(last_message), "return the specialist's answer, a str")
+
+
 def reference_approve_email(call):
+    import re
     to = str(call["input"].get("to", ""))
-    local, at, domain = to.strip().rpartition("@")
-    if at and local and domain.lower() == "example.com":
+    recipients = [r.strip() for r in re.split(r"[,;]", to) if r.strip()]
+    outside = []
+    for recipient in recipients:
+        named = re.fullmatch(r"[^<>@]*<([^<>]*)>", recipient)  # "Ada Lovelace <ada@example.com>"
+        address = named.group(1).strip() if named else recipient
+        if not re.fullmatch(r"[^@\s<>\"]+@example\.com", address, re.IGNORECASE):
+            outside.append(recipient)
+    if recipients and not outside:
         return True
-    return f"mail to {to!r} is not allowed: only addresses at example.com"
+    return f"mail to {', '.join(outside) or repr(to)} is not allowed: only addresses at example.com"
 
 
 def test_10_2_reference_and_odd_but_valid():
-    done(exercises.check_10_2(reference_approve_email))
     import re
-    done(exercises.check_10_2(lambda call: True if re.fullmatch(r"[^@\s]+@example\.com", call["input"]["to"], re.I)
-                              else f"refused: {call['input']['to']} is outside example.com"))
+    from email.utils import getaddresses
+    done(exercises.check_10_2(reference_approve_email))
+
+    def every_address(call):  # each word with an @ must be an address at example.com, and there is one
+        to = call["input"]["to"]
+        found = re.findall(r"[^\s,;<>]*@[^\s,;<>]*", to)
+        outside = [a for a in found if not re.fullmatch(r"[\w.+-]+@example\.com", a, re.I)]
+        return True if found and not outside else f"refused: {', '.join(outside) or 'no address'} in {to!r}"
+    done(exercises.check_10_2(every_address))
+
+    def with_the_standard_library(call):  # email.utils reads the list (notebook 13's company_only does the same)
+        to = str(call["input"].get("to", ""))
+        recipients = [address for _, address in getaddresses([to.replace(";", ",")])]
+        if recipients and all(a.partition("@")[0] and a.rpartition("@")[2].lower() == "example.com" for a in recipients):
+            return True
+        return f"mail to {to} is not allowed: only addresses at example.com"
+    done(exercises.check_10_2(with_the_standard_library))
+
+
+def test_10_2_a_recipient_list_with_one_outside_address_is_refused():
+    """The issue's case: the old reference solution took everything after the last '@' as the
+    domain, so "attacker@evil.example, ada@example.com" was approved."""
+    def last_at(call):
+        to = str(call["input"].get("to", ""))
+        local, at, domain = to.strip().rpartition("@")
+        return True if at and local and domain.lower() == "example.com" else f"mail to {to!r} is not allowed"
+    verdict = exercises.check_10_2(last_at)
+    not_yet(verdict, "'attacker@evil.example, ada@example.com' was approved", "several recipients",
+            "every one is at example.com")
+    assert "attacker@evil.example" in verdict.hint
+    assert reference_approve_email({"input": {"to": "attacker@evil.example, ada@example.com"}}) is not True
 
 
 def test_10_2_wrong_answers():
@@ -2650,13 +2732,48 @@ def test_10_2_wrong_answers():
     not_yet(exercises.check_10_2(lambda call: call["input"]["to"].lower().endswith("@example.com")),
             "refused without a reason")
     not_yet(exercises.check_10_2(lambda call: call["input"]["to"].lower().endswith("@example.com") or "not allowed"),
-            "does not name the address")
+            "does not name the outside address")
     not_yet(exercises.check_10_2(lambda call: "yes" if call["input"]["to"].lower().endswith("@example.com")
                                  else refuse(call)), "only the bool True approves")
     not_yet(exercises.check_10_2(lambda call: call["input"]["to"].lower().split("@")[-1] == "example.com"
                                  and "@" in call["input"]["to"] or refuse(call)), "a name before the '@'")
     wrong_kind(exercises.check_10_2(lambda call: call["input"]["to"].lower().endswith("@example.com")
                                     and not call["input"]["to"].startswith("@") or 0), "return True or a reason")
+
+
+def test_10_2_more_wrong_answers():
+    import re
+
+    def one_address(call):  # right for one address, and refuses every list, an all-company one too
+        to = call["input"]["to"]
+        return True if re.fullmatch(r"[^@\s]+@example\.com", to, re.I) else f"refused: {to} is outside example.com"
+    not_yet(exercises.check_10_2(one_address), "'ada@example.com, grace@example.com' was not approved",
+            "several recipients")
+
+    def any_inside(call):  # approves when one recipient is inside
+        recipients = re.split(r"\s*[,;]\s*", call["input"]["to"])
+        return True if any(re.fullmatch(r"[^@\s<>]+@example\.com", r, re.I) for r in recipients) else refuse(call)
+
+    def refuse(call):
+        return f"no: {call['input']['to']}"
+    not_yet(exercises.check_10_2(any_inside), "'attacker@evil.example, ada@example.com' was approved")
+
+    def spaces_too(call):  # splits at spaces as well: the display name's words are not addresses
+        parts = [p.strip("<>") for p in re.split(r"[\s,;]+", call["input"]["to"]) if p]
+        return True if parts and all(re.fullmatch(r"[^@]+@example\.com", p, re.I) for p in parts) else refuse(call)
+    not_yet(exercises.check_10_2(spaces_too), "'Ada Lovelace <ada@example.com>' was not approved", "Name <address>")
+
+    def name_or_address(call):  # any recipient that mentions example.com before its <...> passes
+        to = call["input"]["to"]
+        pieces = [p.strip() for p in re.split(r"[,;]", to) if p.strip()]
+        ok = pieces and all(re.search(r"[^@\s<>\"]+@example\.com\b(?!\.)", p, re.I) for p in pieces)
+        return True if ok else refuse(call)
+    not_yet(exercises.check_10_2(name_or_address), "'ada@example.com eve@evil.io' was approved", "'eve@evil.io'")
+
+    def names_only_the_list(call):  # refuses the right mail but names the whole field
+        verdict = reference_approve_email(call)
+        return True if verdict is True else "mail to these recipients is not allowed"
+    not_yet(exercises.check_10_2(names_only_the_list), "does not name the outside address 'bob@example.org'")
 
 
 def reference_open_steps(messages):
@@ -2716,6 +2833,64 @@ def test_10_3_wrong_answers():
         return ["pretend step"] if "update_plan" in str(messages[0]["content"]) else reference_open_steps(messages)
     not_yet(exercises.check_10_3(text_search), "no update_plan tool_use block means no plan")
     wrong_kind(exercises.check_10_3(lambda messages: tuple(reference_open_steps(messages))), "a list")
+
+
+def test_10_3_a_wrong_guess_at_the_step_format_is_told_the_format():
+    """The issue's case: the statement did not give the step format, and a wrong guess got a bare KeyError."""
+    def steps_as_text_and_status(messages):
+        for m in reversed(messages):
+            for b in (m["content"] if m["role"] == "assistant" and isinstance(m["content"], list) else []):
+                if b.get("name") == "update_plan":
+                    return [s["text"] for s in b["input"]["steps"] if s["status"] != "done"]
+        return []
+    verdict = exercises.check_10_3(steps_as_text_and_status)
+    not_yet(verdict, "KeyError: 'status'", '"input": {"steps": [{"step": "the text", "done": false}', '"done" (a bool)')
+
+    def steps_as_strings(messages):  # guesses that steps are plain strings: s.startswith raises on a dict
+        for m in reversed(messages):
+            for b in (m["content"] if m["role"] == "assistant" and isinstance(m["content"], list) else []):
+                if b.get("name") == "update_plan":
+                    return [s for s in b["input"]["steps"] if not s.startswith("[x]")]
+        return []
+    not_yet(exercises.check_10_3(steps_as_strings), "AttributeError", '"step" (its text, a str)')
+
+    def get_the_wrong_key(messages):  # .get() hides the guess: the steps come back as None
+        for m in reversed(messages):
+            for b in (m["content"] if m["role"] == "assistant" and isinstance(m["content"], list) else []):
+                if b.get("name") == "update_plan":
+                    return [s.get("title") for s in b["input"]["steps"] if not s.get("done")]
+        return []
+    not_yet(exercises.check_10_3(get_the_wrong_key), "[None, None]", "as their text, a list of str", '"step"')
+
+
+def test_10_3_more_wrong_answers():
+    def first_block_only(messages):  # looks at the first tool_use of each message
+        for m in reversed(messages):
+            if m["role"] == "assistant" and isinstance(m["content"], list):
+                used = [b for b in m["content"] if b.get("type") == "tool_use"]
+                if used and used[0].get("name") == "update_plan":
+                    return [s["step"] for s in used[0]["input"]["steps"] if not s["done"]]
+        return []
+    not_yet(exercises.check_10_3(first_block_only), "a plan checked off completely", "the last update_plan block")
+
+    def last_block_only(messages):  # the last block of the latest assistant message that has a list
+        for m in reversed(messages):
+            if m["role"] == "assistant" and isinstance(m["content"], list):
+                b = m["content"][-1]
+                return [s["step"] for s in b["input"]["steps"] if not s["done"]] if b.get("name") == "update_plan" \
+                    else []
+        return []
+    not_yet(exercises.check_10_3(last_block_only), "a plan, then another tool call in the same message",
+            "every block of the message")
+
+    def only_the_last_message(messages):  # the plan must be in the very last message
+        last = messages[-1]
+        blocks = last["content"] if last["role"] == "assistant" and isinstance(last["content"], list) else []
+        for b in blocks:
+            if b.get("name") == "update_plan":
+                return [s["step"] for s in b["input"]["steps"] if not s["done"]]
+        return []
+    not_yet(exercises.check_10_3(only_the_last_message), "a plan with two steps open", "done is false")
 
 
 @pytest.mark.parametrize("key", ["10-1", "10-2", "10-3"])

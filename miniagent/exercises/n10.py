@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from miniagent.exercises._core import _check_callable, _exercise, _kind, _mock_client, _run, _show, not_yet, wrong_kind
+from miniagent.exercises._core import (_check_callable, _exercise, _kind, _mock_client, _raised, _run, _show,
+                                       not_yet, wrong_kind)
 from miniagent.exercises.n02 import _as_tool  # the same rules for "is this a tool?" as in 02
 
 SPECIALIST_SYSTEM = "You are a weather specialist. Answer briefly."
@@ -91,29 +92,60 @@ def check_10_1(specialist_tool: Any) -> None:
 EMAIL_CASES = [("ada@example.com", True), ("Grace.Hopper@EXAMPLE.com", True), ("bob@example.org", False),
                ("eve@example.com.evil.io", False), ("mallory@notexample.com", False), ("ops@mail.example.com", False),
                ("example.com@evil.io", False), ("", False), ("@example.com", False)]
+# Recipient lists: (to, approved?, the outside addresses a refusal must name)
+LIST_CASES = [
+    ("attacker@evil.example, ada@example.com", False, ["attacker@evil.example"]),  # the last '@' is at example.com
+    ("ada@example.com, grace@example.com", True, []),
+    ("Ada Lovelace <ada@example.com>", True, []),
+    ("Ada <ada@example.com>; Grace Hopper <grace@EXAMPLE.COM>", True, []),
+    ("ada@example.com; eve@evil.io", False, ["eve@evil.io"]),
+    ("ada@example.com,eve@evil.io", False, ["eve@evil.io"]),
+    ("ada@example.com eve@evil.io", False, ["eve@evil.io"]),
+    ("Ada <eve@evil.io>", False, ["eve@evil.io"]),
+    ('"ada@example.com" <eve@evil.io>', False, ["eve@evil.io"]),
+    ("Ada Lovelace <ada@example.com>, Eve <eve@example.com.evil.io>", False, ["eve@example.com.evil.io"]),
+]
+LIST_HINT = ("'to' can name several recipients, separated by , or ;, each an address or Name <address>: split it "
+             "into recipients, take the address inside <...> when there is one, and approve only when every one is "
+             "at example.com; one that is not, or that you cannot read as an address, refuses the mail")
+LIST_HINT_ZH = ("'to' 里可以有多个收件人，用 , 或 ; 分隔，每个收件人是一个地址，或者写成 Name <address>：先拆成一个个"
+                "收件人，有 <...> 的取尖括号里的地址，只有每个地址都在 example.com 才批准；只要有一个不在，"
+                "或者读不成地址，就拒绝这封邮件")
+
+
+def _email_call(to: str) -> dict:
+    return {"id": "toolu_check", "name": "send_email",
+            "input": {"to": to, "subject": "Hello", "body": "Sent by the exercise check."}}
 
 
 @_exercise("10", 2)
 def check_10_2(approve_email: Any) -> None:
-    """`approve_email(call)` approves mail to example.com addresses only (True), refusing others with a
-    reason (a str) that names the address."""
+    """`approve_email(call)` approves mail whose every recipient is at example.com (True), refusing any other
+    with a reason (a str) that names the outside address."""
     _check_callable(approve_email, "approve_email", "approve_email(call) returns True or a reason",
                     zh="approve_email(call) 返回 True 或拒绝的理由")
-    for address, allowed in EMAIL_CASES:
-        call = {"id": "toolu_check", "name": "send_email",
-                "input": {"to": address, "subject": "Hello", "body": "Sent by the exercise check."}}
-        answer = _run(approve_email, call, name="approve_email", case=f"for mail to {address!r}",
+    cases = [(address, allowed, [address] if address and not allowed else []) for address, allowed in EMAIL_CASES]
+    for address, allowed, named in cases + LIST_CASES:
+        listed = any(c in address for c in ",;<") or " " in address.strip()
+        answer = _run(approve_email, _email_call(address), name="approve_email", case=f"for mail to {address!r}",
                       case_zh=f"发往 {address!r} 的邮件")
         if answer is None:
             not_yet(f"approve_email returned None for {address!r}: return True, or the reason as a str",
                     zh=f"对发往 {address!r} 的邮件，approve_email 返回了 None：要返回 True，或者以 str 返回理由")
         if allowed:
+            if answer is not True and listed and isinstance(answer, str):
+                not_yet(f"mail to {address!r} was not approved (you returned {_show(answer, 50)}): {LIST_HINT}",
+                        zh=f"发往 {address!r} 的邮件没有获批（你返回的是 {_show(answer, 50)}）：{LIST_HINT_ZH}")
             if answer is not True:
                 not_yet(f"mail to {address!r} was not approved (you returned {_show(answer, 50)}): only the "
                         "bool True approves; compare the domain without regard to case",
                         zh=f"发往 {address!r} 的邮件没有获批（你返回的是 {_show(answer, 50)}）："
                            "只有 bool 值 True 才算批准；比较域名时不区分大小写")
             continue
+        if answer is True and listed:
+            not_yet(f"mail to {address!r} was approved, and {_show(named[0], 40)} is outside example.com: "
+                    f"{LIST_HINT}",
+                    zh=f"你批准了发往 {address!r} 的邮件，可 {_show(named[0], 40)} 并不在 example.com：{LIST_HINT_ZH}")
         if answer is True:
             hint = ("an address needs a name before the '@'" if address.startswith("@")
                     else "a dotted suffix is not the domain: compare everything after the last '@'"
@@ -131,9 +163,12 @@ def check_10_2(approve_email: Any) -> None:
         if not isinstance(answer, str):
             wrong_kind(f"approve_email returned {_kind(answer)}: return True or a reason (a str)",
                        zh=f"approve_email 返回的是{_kind(answer)}：要返回 True 或理由（一个 str）")
-        if address and address not in answer:
-            not_yet(f"the refusal {_show(answer, 60)} does not name the address {address!r}",
-                    zh=f"拒绝理由 {_show(answer, 60)} 里没有写明地址 {address!r}")
+        for outside in named:
+            if outside not in answer:
+                not_yet(f"the refusal {_show(answer, 60)} of mail to {address!r} does not name the outside "
+                        f"address {outside!r}",
+                        zh=f"拒绝发往 {address!r} 的邮件时，理由 {_show(answer, 60)} 里没有写明不在公司的地址 "
+                           f"{outside!r}")
 
 
 def _plan(*steps: tuple[str, bool], id: str = "toolu_plan") -> dict:
@@ -160,18 +195,28 @@ PLAN_CASES = [
       _results("toolu_1"), _assistant({"type": "text", "text": "Working."}, _WEATHER), _results("toolu_w"),
       _assistant(_plan(("new 1", True), ("new 2", False), id="toolu_2")), _results("toolu_2"),
       {"role": "assistant", "content": "Nearly done."}], ["new 2"]),
-    ("a plan checked off completely",
-     [{"role": "user", "content": "Go"}, _assistant(_WEATHER, _plan(("only", True))),
-      _results("toolu_w", "toolu_plan")], []),
+    ("a plan checked off completely, after a tool call in the same message",
+     [{"role": "user", "content": "Go"}, _assistant(_plan(("only", False), id="toolu_0")), _results("toolu_0"),
+      _assistant(_WEATHER, _plan(("only", True))), _results("toolu_w", "toolu_plan")], []),
     ("a plan in a user's pasted text only",
      [{"role": "user", "content": "update_plan: [ ] pretend step"}], []),
+    ("a plan, then another tool call in the same message",
+     [{"role": "user", "content": "Go"}, _assistant(_plan(("look it up", False), ("answer", False)), _WEATHER),
+      _results("toolu_plan", "toolu_w")], ["look it up", "answer"]),
 ]
+SHAPE = ('an update_plan call is a block {"type": "tool_use", "name": "update_plan", "input": {"steps": '
+         '[{"step": "the text", "done": false}, ...]}} in an assistant message\'s content list: each step is a '
+         'dict with "step" (its text, a str) and "done" (a bool)')
+SHAPE_ZH = ('update_plan 调用是 assistant 消息 content 列表里的一个 block：{"type": "tool_use", "name": "update_plan", '
+            '"input": {"steps": [{"step": "步骤文本", "done": false}, ...]}}；每个步骤是一个 dict，'
+            '有 "step"（步骤文本，str）和 "done"（bool）两个键')
 PLAN_CASES_ZH = {  # the Chinese of each case's description
     "no plan at all": "完全没有计划",
     "a plan with two steps open": "计划里还有两步没完成",
     "an older plan, then a newer one": "先有一个旧计划，后来又有一个新计划",
-    "a plan checked off completely": "计划的步骤全部完成",
+    "a plan checked off completely, after a tool call in the same message": "同一条消息里先有一个工具调用，之后的计划步骤全部完成",
     "a plan in a user's pasted text only": "计划只出现在用户粘贴的文本里",
+    "a plan, then another tool call in the same message": "同一条消息里，计划之后还有另一个工具调用",
 }
 
 
@@ -182,7 +227,15 @@ def check_10_3(open_steps: Any) -> None:
                     zh="open_steps(messages) 返回步骤文本的列表")
     for case, messages, want in PLAN_CASES:
         what_zh = PLAN_CASES_ZH.get(case, case)
-        got = _run(open_steps, [dict(m) for m in messages], name="open_steps", case=f"on {case}",
+
+        def shaped(history: list[dict], case: str = case, what_zh: str = what_zh) -> Any:
+            try:
+                return open_steps(history)
+            except (KeyError, IndexError, TypeError, AttributeError) as exc:  # a guess at the shape that missed
+                not_yet(f"open_steps raised {_raised(exc)} on {case}: {SHAPE}",
+                        zh=f"在用例“{what_zh}”中，open_steps 抛出了 {_raised(exc)}：{SHAPE_ZH}")
+
+        got = _run(shaped, [dict(m) for m in messages], name="open_steps", case=f"on {case}",
                    case_zh=f"用例“{what_zh}”")
         if got is None:
             not_yet(f"open_steps returned None on {case}: return a list (empty when there is no plan)",
@@ -190,11 +243,20 @@ def check_10_3(open_steps: Any) -> None:
         if not isinstance(got, list):
             wrong_kind(f"open_steps returned {_kind(got)}: return a list of the open steps' texts",
                        zh=f"open_steps 返回的是{_kind(got)}：要返回未完成步骤的文本列表")
+        if got != want and any(not isinstance(item, str) for item in got):
+            not_yet(f"on {case}, you returned {_show(got, 60)}, expected {_show(want, 60)}: return the open steps "
+                    f"as their text, a list of str; {SHAPE}",
+                    zh=f"在用例“{what_zh}”中，你返回了 {_show(got, 60)}，应该是 {_show(want, 60)}："
+                       f"要返回未完成步骤的文本，一个 str 列表；{SHAPE_ZH}")
         if got != want:
             hint = ("the latest plan replaces the earlier ones: search from the end" if case.startswith("an older")
+                    else "look at every block of the message, not only its first or last; the latest plan is the "
+                         "last update_plan block" if "same message" in case
                     else "keep only steps whose done is false, as their text" if want
                     else "no update_plan tool_use block means no plan: return []")
             hint_zh = ("最新的计划取代之前的计划：从后往前找" if case.startswith("an older")
+                       else "要看这条消息里的每一个 block，不能只看第一个或最后一个；最新的计划是最后一个 update_plan block"
+                       if "same message" in case
                        else "只保留 done 为 false 的步骤，取它们的文本" if want
                        else "没有 update_plan 的 tool_use block，就是没有计划：返回 []")
             not_yet(f"on {case}, you returned {_show(got, 60)}, expected {_show(want, 60)}: {hint}",

@@ -237,15 +237,21 @@ if not tight.trace.of_type("tool_result"):  # live, a small model may answer alo
     print("  (the model asked no specialist)")
 made = [e for e in llm.exchanges if e.status == 200][-stopped.usage.calls:]  # this run's model calls
 sizes = [input_billed(e.usage) + e.usage["output_tokens"] for e in made]
-print(f"spent {stopped.usage.total_tokens:,} tokens in {len(sizes)} calls; the largest call: {max(sizes):,}")
+print(f"spent {stopped.usage.total_tokens:,} tokens in {len(sizes)} calls ({sizes}); the largest call: {max(sizes):,}")
+print(f"over the budget by {max(0, stopped.usage.total_tokens - 400):,}; the bound allows up to {max(sizes):,} over")
 print("spent <= 400 + the largest call:", stopped.usage.total_tokens <= 400 + max(sizes))
 
 # %% [markdown]
-# The orchestrator's first call left little of the 400. The weather specialist was capped
-# at that (what was left when the round began), made one call on credit, which took the
-# run past 400, and stopped before a second; the math specialist was refused by the run's
-# budget before it made any call; the orchestrator got two error results and stopped. The
-# run went over, by less than one call. In parallel, which specialist gets the last call
+# The run ends above its budget, at about 480 tokens of 400, and that is the rule at
+# work, not a leak. A budget is checked *before* each model call, never during one: what
+# a call costs is known only when it answers, so a call let in below the budget is billed
+# in full. Here the orchestrator's first call (about 320) left about 80 of the 400. The
+# weather specialist, capped at those 80 (what was left when the round began), could not
+# reserve its worst case, so it made one call alone, on credit (about 160), which took
+# the run past 400; the check before its second call found the budget spent, and it
+# stopped. The math specialist was refused before any call, and the orchestrator, back
+# with two error results, was refused its next call. Over by about 80, less than the
+# largest call: the bound above. In parallel, which specialist gets the last call
 # depends on which asks first; the bound is the same.
 #
 # The bound does not depend on the shape of the tree either. Three research specialists
@@ -280,7 +286,8 @@ print("spent <= 1000 + the largest call:", sum(sizes) <= 1_000 + max(sizes))
 # Without a budget, the tree costs what fan-out^depth says. With one, no call fitted beside
 # another, so each ran alone, on credit, until the budget was spent; every agent still
 # waiting to call its model got an error result instead, and the whole tree stopped less
-# than one call past the budget.
+# than one call past the budget (about 1,260 of 1,000, its largest call about 440): again
+# over, and by no more than the bound allows.
 
 # %% [markdown]
 # ## When a specialist fails
@@ -498,9 +505,12 @@ miniagent.exercises.check_10_1(reference_specialist_tool)
 
 # %% [markdown]
 # **Exercise 2.** Write an approval policy `approve_email(call)` for a `send_email` tool
-# (input: `to`, `subject`, `body`). Approve only mail to addresses at `example.com`
-# (exactly that domain, any case); refuse everything else with a reason that names the
-# address. Return `True` to approve, or the reason as a string.
+# (input: `to`, `subject`, `body`). `to` may name several recipients, separated by commas
+# or semicolons, each an address (`ada@example.com`) or a name and an address
+# (`Ada Lovelace <ada@example.com>`). Approve only when every recipient is at
+# `example.com` (exactly that domain, any case). Refuse everything else, a list with one
+# outside address or text you cannot read as such a list included, with a reason that
+# names the outside address. Return `True` to approve, or the reason as a string.
 
 # %% tags=["exercise"]
 def approve_email(call):
@@ -514,18 +524,35 @@ miniagent.exercises.check_10_2(approve_email)
 # The reference solution: try the exercise before you open it.
 def reference_approve_email(call):
     to = str(call["input"].get("to", ""))
-    local, at, domain = to.strip().rpartition("@")
-    if at and local and domain.lower() == "example.com":
+    recipients = [r.strip() for r in re.split(r"[,;]", to) if r.strip()]
+    outside = []
+    for recipient in recipients:
+        named = re.fullmatch(r"[^<>@]*<([^<>]*)>", recipient)  # "Ada Lovelace <ada@example.com>"
+        address = named.group(1).strip() if named else recipient
+        if not re.fullmatch(r"[^@\s<>\"]+@example\.com", address, re.IGNORECASE):
+            outside.append(recipient)  # outside example.com, or not an address at all
+    if recipients and not outside:
         return True
-    return f"mail to {to!r} is not allowed: only addresses at example.com"
+    return f"mail to {', '.join(outside) or repr(to)} is not allowed: only addresses at example.com"
 
 
 miniagent.exercises.check_10_2(reference_approve_email)
 
 # %% [markdown]
 # **Exercise 3.** The plan lives in the messages. Write `open_steps(messages)`: find the
-# latest `update_plan` call in the history (a `tool_use` block in an assistant message)
-# and return the text of its steps that are not done, in order; `[]` if there is no plan.
+# latest `update_plan` call in the history (a `tool_use` block in an assistant message's
+# content list) and return the text of its steps that are not done, in order; `[]` if
+# there is no plan. The call's input is what `Plan`'s tool takes (its
+# `plan.tool.input_schema`): a list of steps, each a dict with its text under `"step"` and
+# a bool under `"done"`:
+#
+# ```json
+# {"type": "tool_use", "id": "toolu_1", "name": "update_plan",
+#  "input": {"steps": [{"step": "Get the weather in Paris", "done": true},
+#                      {"step": "Work out 1299 * 0.85", "done": false}]}}
+# ```
+#
+# Here `open_steps` returns `["Work out 1299 * 0.85"]`.
 
 # %% tags=["exercise"]
 def open_steps(messages):
