@@ -197,7 +197,7 @@ lab-student-zh: student-zh  ## the Chinese student edition in JupyterLab's Chine
 	JUPYTERLAB_SETTINGS_DIR="$(ZH_SETTINGS)" MINIAGENT_LANG=zh $(VENV)/bin/jupyter lab --notebook-dir=student/zh --port=$(PORT) $(ROOT_FLAG)
 
 test-student: $(STAMP)  ## every student notebook run offline (each check must say "not yet"); nbval's strictness; a rebuild saves one run
-	MINIAGENT_OFFLINE=1 $(PY) -m pytest -n 2 tests/check_student_edition.py tests/test_nbval_strict.py tests/test_nbtools_one_run.py -p no:cacheprovider
+	MINIAGENT_OFFLINE=1 $(PY) -m pytest -n 2 tests/check_student_edition.py tests/test_nbval_strict.py tests/test_nbtools_one_run.py tests/test_reading_time.py -p no:cacheprovider
 
 SERVE_PORT ?= 8000
 

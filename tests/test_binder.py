@@ -108,6 +108,7 @@ def test_postbuild_writes_the_student_edition_as_make_student_and_student_zh_do(
     assert postbuild_commands()[1:] == make_recipe("student") + make_recipe("student-zh")
 
 
+@pytest.mark.harness  # slow (seconds): make test-binder / make test-student, which CI runs
 def test_the_student_edition_postbuild_writes_has_no_solutions_and_no_saved_verdicts(tmp_path):
     import nbformat
 

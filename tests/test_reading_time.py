@@ -54,6 +54,7 @@ def test_the_kit_has_a_minute_plan_for_every_notebook_and_the_readmes_link_it():
         assert (ROOT / kit) in rt.FILES[lang]
 
 
+@pytest.mark.harness  # slow (seconds): make test-binder / make test-student, which CI runs
 def test_check_fails_on_a_stale_table_and_write_mends_it(tmp_path, monkeypatch, capsys):
     files = {}
     for lang, paths in rt.FILES.items():
@@ -212,6 +213,7 @@ def references():
             yield key, namespace, call
 
 
+@pytest.mark.harness  # slow (seconds): make test-binder / make test-student, which CI runs
 def test_a_checks_cases_are_the_runs_it_makes_on_the_reference_solution(monkeypatch):
     calls = counted_runs(monkeypatch)
     compared = []
