@@ -171,7 +171,7 @@ test-real: $(STAMP)  ## every notebook and the CLI and web service live on the l
 contract: $(STAMP)  ## the mock probed as the real API (every rule, tools, streams, models); live too with a key; LLAMACPP=1 also llama.cpp's server, its known differences listed (LLAMACPP=URL: one already up)
 	$(PY) scripts/contract.py $(if $(LLAMACPP),--llamacpp $(filter-out 1,$(LLAMACPP))) $(CONTRACT_ARGS)
 
-notebooks: $(STAMP)  ## build notebooks/src/*.py into .ipynb, run each offline in a fresh kernel, save outputs; then the Chinese edition
+notebooks: $(STAMP)  ## build notebooks/src/*.py into .ipynb, run each offline in a fresh kernel, save outputs (one run's; FRESH=1 saves this run even if nothing changed); then the Chinese edition
 	MINIAGENT_OFFLINE=1 $(PY) scripts/nbtools.py build notebooks/src/$(NB)*.py
 	@# A translation out of step with its English (notebooks/src/zh/) is reported, and fails `make test`,
 	@# but does not stop this build: `scripts/nbtools.py zh-template notebooks/NN_….ipynb` shows what to redo.

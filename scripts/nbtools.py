@@ -1,6 +1,7 @@
 """Build notebooks from their sources, re-execute them offline, save them clean.
 
     python scripts/nbtools.py build notebooks/src/*.py     # .py (percent format) -> .ipynb, then execute
+    FRESH=1 python scripts/nbtools.py build ...            # the same, saving this run even if nothing changed
     python scripts/nbtools.py execute notebooks/0*.ipynb   # re-execute existing notebooks
     python scripts/nbtools.py student student notebooks/0*.ipynb  # the workshop edition, into student/
                                                                   # (a notebook already there is kept)
@@ -369,9 +370,10 @@ def main(argv: list[str]) -> int:
     if len(argv) < 3 or argv[1] not in ("build", "execute"):
         print(__doc__)
         return 2
+    fresh = os.environ.get("FRESH", "") not in ("", "0")  # FRESH=1: ignore the saved outputs, save this run
     for name in argv[2:]:
         saved = Path(name).parent.parent / (Path(name).stem + ".ipynb") if argv[1] == "build" else Path(name)
-        previous = nbformat.read(saved, as_version=4) if saved.exists() else None
+        previous = nbformat.read(saved, as_version=4) if saved.exists() and not fresh else None
         path = build(Path(name)) if argv[1] == "build" else Path(name)
         try:
             seconds = execute(path, previous)

@@ -48,3 +48,34 @@ def test_notebook_says_which_mode(path):
     nb = json.loads(path.read_text())
     text = json.dumps([c.get("outputs", []) for c in nb["cells"] if c["cell_type"] == "code"][:3])
     assert "offline (mock API)" in text
+
+
+def outputs_text(path: Path) -> list[str]:
+    """Each code cell's saved stream and text/plain output, as one string per cell."""
+    cells = []
+    for cell in json.loads(path.read_text())["cells"]:
+        if cell["cell_type"] == "code":
+            parts = []
+            for out in cell["outputs"]:
+                text = out.get("text", out.get("data", {}).get("text/plain", ""))
+                parts.append(text if isinstance(text, str) else "".join(text))
+            cells.append("".join(parts))
+    return cells
+
+
+# A value a notebook prints in two cells (a measurement, then the checklist that quotes it).
+# scripts/nbtools.py saves one run's outputs, so these agree; before it did, the page showed
+# 2.9 ms beside 3.9 ms, and 0.41 s beside 0.42 s.
+PRINTED_TWICE = [
+    ("07_async_serving.ipynb", r"CPU: ([\d.]+ ms) per conversation"),
+    ("13_production.ipynb", r"6 concurrent tools:?\s+([\d.]+ s) one after another, ([\d.]+ s) together"),
+]
+
+
+@pytest.mark.parametrize("name, pattern", PRINTED_TWICE, ids=[n for n, _ in PRINTED_TWICE])
+def test_a_value_printed_twice_is_printed_the_same(name, pattern):
+    for path in (ROOT / "notebooks" / name, ROOT / "notebooks" / "zh" / name):
+        found = [(i, m.groups()) for i, text in enumerate(outputs_text(path)) for m in re.finditer(pattern, text)]
+        assert len({i for i, _ in found}) >= 2, f"{path.name}: expected the value in two cells, found {found}"
+        assert len({values for _, values in found}) == 1, \
+            f"{path.name} prints {found}: one run's value beside another's (rebuild with make notebooks)"
