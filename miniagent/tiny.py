@@ -88,7 +88,8 @@ def _answer(response: httpx.Response) -> dict:
 
 
 def connect(*, offline: bool | None = None, model: str | None = None) -> LLM:
-    """The real API when ANTHROPIC_API_KEY is set (MINIAGENT_BASE_URL, MINIAGENT_MODEL too), else the mock."""
+    """The real API when ANTHROPIC_API_KEY is set (MINIAGENT_BASE_URL or ANTHROPIC_BASE_URL, MINIAGENT_MODEL too),
+    else the mock."""
     key = os.environ.get("ANTHROPIC_API_KEY", "").strip()
     if offline is None:
         offline = os.environ.get("MINIAGENT_OFFLINE", "").lower() in ("1", "true", "yes") or not key
@@ -97,7 +98,8 @@ def connect(*, offline: bool | None = None, model: str | None = None) -> LLM:
         return LLM("mock-key", model=model or MODEL, base_url="http://miniagent-mock.invalid",
                    transport=MockAPI().transport())
     return LLM(key, model=model or os.environ.get("MINIAGENT_MODEL") or MODEL,
-               base_url=os.environ.get("MINIAGENT_BASE_URL", "").strip() or API_URL)
+               base_url=(os.environ.get("MINIAGENT_BASE_URL", "").strip()
+                         or os.environ.get("ANTHROPIC_BASE_URL", "").strip() or API_URL))
 
 
 # --- 2. Tools: a schema the model reads, a registry that runs them (notebook 02) --------

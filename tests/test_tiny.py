@@ -102,6 +102,9 @@ def test_live_mode_works_with_the_same_variables(monkeypatch):
         assert str(llm.http.base_url).rstrip("/") == base_url.rstrip("/")
         result = tiny.Agent(llm, demo_tools(), system=DEFAULT_SYSTEM).run(DEMO)
         assert result.stop == "end_turn" and "3584" in result.text
+        monkeypatch.delenv("MINIAGENT_BASE_URL")
+        monkeypatch.setenv("ANTHROPIC_BASE_URL", base_url)  # the official SDK's variable works too
+        assert tiny.Agent(tiny.connect(), demo_tools()).run("What is 6 * 7?").stop == "end_turn"
     finally:
         server.shutdown()
     monkeypatch.setenv("MINIAGENT_OFFLINE", "1")
