@@ -8,6 +8,7 @@ kind of answer"; and nothing a learner can write makes a check raise or hang.
 
 from __future__ import annotations
 
+import functools
 import threading
 import time
 from types import SimpleNamespace
@@ -2670,18 +2671,8 @@ def test_10_1_more_wrong_answers():
 
 
 def reference_approve_email(call):
-    import re
-    to = str(call["input"].get("to", ""))
-    recipients = [r.strip() for r in re.split(r"[,;]", to) if r.strip()]
-    outside = []
-    for recipient in recipients:
-        named = re.fullmatch(r"[^<>@]*<([^<>]*)>", recipient)  # "Ada Lovelace <ada@example.com>"
-        address = named.group(1).strip() if named else recipient
-        if not re.fullmatch(r"[^@\s<>\"]+@example\.com", address, re.IGNORECASE):
-            outside.append(recipient)
-    if recipients and not outside:
-        return True
-    return f"mail to {', '.join(outside) or repr(to)} is not allowed: only addresses at example.com"
+    """Notebook 10's reference solution, read from the notebook's source: the test checks the notebook's own."""
+    return notebook_function("10_several_agents.py", "reference_approve_email")(call)
 
 
 def test_10_2_reference_and_odd_but_valid():
@@ -3107,6 +3098,7 @@ def test_13_3_reference_and_wrong_answers():
     done(exercises.check_13_3(lambda t: "<untrusted_data>" + html.escape(t) + "</untrusted_data>"))
 
 
+@functools.cache
 def notebook_function(notebook, name):
     """A function defined in a notebook's source, with the imports of its source (module level, any cell)."""
     import ast
