@@ -17,9 +17,10 @@ from __future__ import annotations
 import inspect
 import json
 import os
+import threading
 import time
 import typing
-from concurrent.futures import ThreadPoolExecutor, TimeoutError as ToolTimeout
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
 import httpx
@@ -159,7 +160,6 @@ class Tools:
 
     def __init__(self, tools: list[Tool]):
         self.by_name = {t.name: t for t in tools}
-        self.pool = ThreadPoolExecutor(max_workers=8)  # a tool that hangs holds one worker, not the loop
 
     def schemas(self) -> list[dict]:
         return [{"name": t.name, "description": t.description, "input_schema": t.input_schema}
@@ -173,13 +173,22 @@ class Tools:
         problem = _bad_input(t, call.get("input"))
         if problem:
             return _result(call, f"bad input for {t.name}: {problem}", True)
-        future = self.pool.submit(t.fn, **call["input"])
-        try:
-            output = future.result(timeout=t.timeout)
-        except ToolTimeout:
+        box: dict = {}
+
+        def work() -> None:
+            try:
+                box["output"] = t.fn(**call["input"])
+            except Exception as exc:  # noqa: BLE001 - the model reads the error and can try otherwise
+                box["error"] = f"{t.name} raised {type(exc).__name__}: {exc}"
+
+        worker = threading.Thread(target=work, daemon=True)  # a daemon: a hung tool never blocks exit
+        worker.start()
+        worker.join(t.timeout)
+        if worker.is_alive():
             return _result(call, f"{t.name} took longer than {t.timeout:g} s and was abandoned", True)
-        except Exception as exc:  # noqa: BLE001 - the model reads the error and can try otherwise
-            return _result(call, f"{t.name} raised {type(exc).__name__}: {exc}", True)
+        if "error" in box:
+            return _result(call, box["error"], True)
+        output = box.get("output")
         return _result(call, output if isinstance(output, str) else json.dumps(output, default=str), False)
 
     def run_all(self, calls: list[dict], parallel: bool = True) -> list[dict]:

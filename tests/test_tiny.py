@@ -232,3 +232,12 @@ def test_tiny_stays_tiny_and_needs_only_httpx_and_the_standard_library():
     inner = {node.module for node in ast.walk(tree) if isinstance(node, ast.ImportFrom) and node.module
              and node not in tree.body}
     assert inner <= {"miniagent.mock"}  # the mock, lazily, offline only
+
+
+def test_a_tool_that_hangs_for_ever_neither_holds_the_run_nor_the_exit_of_python():
+    import subprocess
+    program = ("import time\nfrom miniagent import tiny\n"
+               "def hang(x: int) -> str:\n    'Hangs.'\n    time.sleep(3600)\n"
+               "print(tiny.Tools([tiny.tool(hang, timeout=0.2)]).run({'id': 'a', 'name': 'hang', 'input': {'x': 1}}))")
+    done = subprocess.run([sys.executable, "-c", program], capture_output=True, text=True, timeout=30)
+    assert done.returncode == 0 and "took longer than 0.2 s" in done.stdout
