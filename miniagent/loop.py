@@ -55,7 +55,7 @@ from miniagent import tracing
 from miniagent.client import APIError, Usage
 from miniagent.messages import assistant, safe_str, storable_content, text_of, tool_result, tool_use_ids, user
 from miniagent.tokens import estimate_request
-from miniagent.tools import NotAsked, ToolRegistry
+from miniagent.tools import ToolRegistry
 
 Event = dict[str, Any]
 TextCallback = Callable[[str], None]
@@ -216,6 +216,7 @@ class ToolCalls:
     calls: list[dict]
     on_result: Callable[[dict, dict, float], None]
     approve: Callable[[dict], Any] | None = None
+    on_approval: Callable[[dict], Any] | None = None
 
 
 @dataclass
@@ -233,28 +234,6 @@ class PolicyResults:
 Effect = Union[ModelCall, ToolCalls, PolicyView, PolicyResults]
 
 _RUN: ContextVar["Loop | None"] = ContextVar("miniagent_run", default=None)
-
-
-class _LaterAnswer:
-    """An async approver's answer: recorded as an `approval` event once awaited. The sync driver
-    cannot await it and calls `close()`, which closes the approver's coroutine too (no "never
-    awaited" warning) and records the refusal."""
-
-    def __init__(self, loop: "Loop", call: dict, answer: Any) -> None:
-        self.loop, self.call, self.answer = loop, call, answer
-
-    def __await__(self) -> Generator[Any, None, Any]:
-        try:
-            answer = yield from self.answer.__await__()
-        except Exception as exc:  # noqa: BLE001 - a broken approver never approves
-            answer = NotAsked(f"the approve callback raised {type(exc).__name__}: {safe_str(exc)[:200]}")
-        self.loop._record_approval(self.call, answer)
-        return answer
-
-    def close(self) -> None:
-        getattr(self.answer, "close", lambda: None)()
-        self.loop._record_approval(self.call, NotAsked("the approve callback is a coroutine function; "
-                                                       "use AsyncAgent to await it"))
 
 
 def current_run() -> "Loop | None":
@@ -321,29 +300,6 @@ class Loop:
         if isinstance(output, bool) or not isinstance(output, int) or output < 1:
             output = DEFAULT_MAX_OUTPUT
         return estimate_request(body) + output
-
-    def asked(self, call: dict) -> Any:
-        """Ask the approver about one call, and say what it answered as an `approval` event."""
-        shown, call = call, copy.deepcopy(call)  # the event records the call as asked, whatever the approver does
-        if self.approve is None:
-            answer: Any = NotAsked("no approve callback was given")
-        else:
-            try:
-                answer = self.approve(shown)
-            except Exception as exc:  # noqa: BLE001 - a broken approver never approves
-                answer = NotAsked(f"the approve callback raised {type(exc).__name__}: {safe_str(exc)[:200]}")
-        if inspect.isawaitable(answer):
-            return _LaterAnswer(self, call, answer)
-        self._record_approval(call, answer)
-        return answer
-
-    def _record_approval(self, call: dict, answer: Any) -> None:
-        if isinstance(answer, NotAsked):
-            reason: str | None = f"no one was asked ({answer.why})"
-        else:
-            reason = answer.strip() if isinstance(answer, str) and answer.strip() else None
-        self.emit({"type": "approval", "id": call["id"], "name": call["name"], "input": call["input"],
-                   "approved": answer is True, "reason": reason})
 
     def steps(self) -> Generator[Effect, Any, LoopResult]:
         """The run: yields what it needs done, returns the LoopResult."""
@@ -427,7 +383,7 @@ class Loop:
             else:
                 # what a sub-agent of this round may spend: the same for each, whichever starts first
                 self.tokens_left = None if self.token_budget is None else self.token_budget - usage.total_tokens
-                results = yield ToolCalls(calls, traced, self.asked)
+                results = yield ToolCalls(calls, traced, self.approve, emit)
             if self.policy is not None:
                 try:
                     results = yield PolicyResults(results)
@@ -505,15 +461,14 @@ def run_loop(client: Any, messages: list[dict], *, tools: ToolRegistry | list | 
     def perform(effect: Effect) -> Any:
         if isinstance(effect, ModelCall):
             streaming = {"stream": True, "on_event": effect.watcher} if effect.watcher is not None else {}
-            with _model_span(client, loop, effect) as span:
+            with tracing.model_span(client, loop.request, effect.messages, effect.watcher is not None) as span:
                 response = client.create(effect.messages, **loop.request, **streaming)
-                if span is not None:  # no tracer, no work
-                    tracing.finish(span, **_response_attributes(response, effect.watcher))
+                tracing.end_model(span, response, getattr(effect.watcher, "first_token", None))
                 return response
         if isinstance(effect, ToolCalls):
             with _running(loop):
                 return loop.registry.run_all(effect.calls, parallel=loop.parallel, on_result=effect.on_result,
-                                             approve=effect.approve)
+                                             approve=effect.approve, on_approval=effect.on_approval)
         if isinstance(effect, PolicyView):
             return loop.policy.view(effect.history)
         return loop.policy.on_tool_results(effect.results)
@@ -551,15 +506,14 @@ async def arun_loop(client: Any, messages: list[dict], **options: Any) -> LoopRe
     async def perform(effect: Effect) -> Any:
         if isinstance(effect, ModelCall):
             streaming = {"stream": True, "on_event": effect.watcher} if effect.watcher is not None else {}
-            with _model_span(client, loop, effect) as span:
+            with tracing.model_span(client, loop.request, effect.messages, effect.watcher is not None) as span:
                 response = await client.create(effect.messages, **loop.request, **streaming)
-                if span is not None:  # no tracer, no work
-                    tracing.finish(span, **_response_attributes(response, effect.watcher))
+                tracing.end_model(span, response, getattr(effect.watcher, "first_token", None))
                 return response
         if isinstance(effect, ToolCalls):
             with _running(loop):
-                return await loop.registry.arun_all(effect.calls, parallel=loop.parallel,
-                                                    on_result=effect.on_result, approve=effect.approve)
+                return await loop.registry.arun_all(effect.calls, parallel=loop.parallel, on_result=effect.on_result,
+                                                    approve=effect.approve, on_approval=effect.on_approval)
         if isinstance(effect, PolicyView):
             return await asyncio.to_thread(loop.policy.view, effect.history)
         return await asyncio.to_thread(loop.policy.on_tool_results, effect.results)
@@ -576,21 +530,6 @@ async def arun_loop(client: Any, messages: list[dict], **options: Any) -> LoopRe
                 outcome, error = None, err
     finally:
         steps.close()
-
-
-def _model_span(client: Any, loop: Loop, effect: ModelCall) -> Any:
-    """The `chat` span around one model call (a no-op without an active tracer)."""
-    if tracing.active_tracer() is None:
-        return tracing.span("", "model")  # yields None at once
-    attributes = tracing.model_attributes(client, loop.request, effect.messages, stream=effect.watcher is not None)
-    return tracing.span(f"chat {attributes['gen_ai.request.model']}", "model", attributes)
-
-
-def _response_attributes(response: dict, watcher: StreamWatcher | None) -> dict:
-    attributes = tracing.response_attributes(response)
-    if watcher is not None and watcher.first_token is not None:
-        attributes["gen_ai.response.time_to_first_chunk"] = round(watcher.first_token, 6)
-    return attributes
 
 
 def _advance(steps: Generator[Effect, Any, LoopResult], outcome: Any, error: APIError | None) -> tuple[bool, Any]:

@@ -96,7 +96,8 @@ from uvicorn.protocols.http.h11_impl import H11Protocol
 from miniagent.context import SlidingWindow
 from miniagent.messages import assistant, clean_text, conversation_error, tool_result, user
 from miniagent.serve_store import ApprovalClosed, ApprovalNotFound, ConversationBusy, ConversationNotFound, open_store
-from miniagent.tools import NotAsked, StillRunning, still_running
+from miniagent.approval import NotAsked
+from miniagent.tools import StillRunning, still_running
 
 log = logging.getLogger("miniagent.serve")
 

@@ -504,7 +504,7 @@ class ToolRegistry:
 
     def run_all(self, tool_uses: list[dict], parallel: bool = True,
                 on_result: Callable[[dict, dict, float], Any] | None = None,
-                approve: Approver | None = None) -> list[dict]:
+                approve: Callable[[dict], Any] | None = None, on_approval: Callable[[dict], Any] | None = None) -> list[dict]:
         """The tool_result blocks for several tool_use blocks, in the order of the calls.
 
         With `parallel`, each call runs in its own thread, so the wait is the slowest
@@ -515,7 +515,8 @@ class ToolRegistry:
         thread, one call at a time in call order, before any tool of the round starts
         (a person answers one question at a time). Only `True` runs it; False, or a string
         (the person's reason), answers the model with an error result instead. Without
-        `approve`, such a call is never run.
+        `approve`, such a call is never run. `on_approval(event)` hears each answer
+        (see `miniagent.approval`, notebook 10).
 
         The threads are daemons, not a thread pool: on Ctrl-C (KeyboardInterrupt) this
         returns at once, abandoning the running tools, where a pool would first wait
@@ -523,9 +524,10 @@ class ToolRegistry:
         """
         for block in tool_uses:  # a caller's bug should surface before any tool runs
             self._check_block(block)
-        refused = {i: self._refusal(block, answer) for i, block in enumerate(tool_uses)
-                   if self._needs_approval(block)
-                   and (answer := _ask(approve, block)) is not True}
+        refused = {}
+        if asking := self._asking(tool_uses):  # notebook 10's hook: a person approves these first
+            from miniagent import approval
+            refused = approval.refusals(asking, approve, on_approval)
         results: list[Any] = [None] * len(tool_uses)
         together = parallel and len(tool_uses) > 1
         spans = self._spans(tool_uses) if together else [None] * len(tool_uses)  # else each as it starts
@@ -558,7 +560,8 @@ class ToolRegistry:
 
     async def arun_all(self, tool_uses: list[dict], parallel: bool = True,
                        on_result: Callable[[dict, dict, float], Any] | None = None,
-                       approve: Approver | None = None) -> list[dict]:
+                       approve: Callable[[dict], Any] | None = None,
+                       on_approval: Callable[[dict], Any] | None = None) -> list[dict]:
         """`run_all` for asyncio: the same results in the same order, every wait awaited.
 
         With `parallel`, the calls run as tasks of one TaskGroup, so cancelling the caller
@@ -569,11 +572,9 @@ class ToolRegistry:
         for block in tool_uses:
             self._check_block(block)
         refused = {}
-        for i, block in enumerate(tool_uses):
-            if self._needs_approval(block):
-                answer = await _aask(approve, block)
-                if answer is not True:
-                    refused[i] = self._refusal(block, answer)
+        if asking := self._asking(tool_uses):  # notebook 10's hook, as in run_all
+            from miniagent import approval
+            refused = await approval.arefusals(asking, approve, on_approval)
         results: list[Any] = [None] * len(tool_uses)
         together = parallel and len(tool_uses) > 1
         spans = self._spans(tool_uses) if together else [None] * len(tool_uses)  # else each as it starts
@@ -599,17 +600,15 @@ class ToolRegistry:
         return results
 
     def _spans(self, tool_uses: list[dict]) -> list[Any]:
-        """An `execute_tool` span per call when a tracer is active (else None each), opened here, in
-        call order, so that a trace reads in call order; each is made current in its call's context."""
-        tracer = tracing.active_tracer()
-        if tracer is None:
-            return [None] * len(tool_uses)
-        return [tracing.open_span(tracer, f"execute_tool {safe_str(b.get('name'))}", "tool", tracing.tool_attributes(
-            b, getattr(self._tools.get(b.get("name")) if isinstance(b.get("name"), str) else None, "description", None)))
-            for b in tool_uses]
+        """Notebook 11's hook: an `execute_tool` span per call while a tracer is active, else None each."""
+        return tracing.tool_spans(tool_uses, lambda name: getattr(self._tools.get(name) if isinstance(name, str) else None, "description", None))
+
+    def _asking(self, tool_uses: list[dict]) -> dict[int, dict]:
+        """The calls a person must approve first (index -> block): of tools that need approval, and
+        that would run (a call refused anyway, e.g. with bad arguments, is not asked about)."""
+        return {i: block for i, block in enumerate(tool_uses) if self._needs_approval(block)}
 
     def _needs_approval(self, block: dict) -> bool:
-        """Whether this call would run a tool that needs approval (a call refused anyway is not asked about)."""
         chosen = self._tools.get(block.get("name")) if isinstance(block.get("name"), str) else None
         if chosen is None or not chosen.needs_approval:
             return False
@@ -617,20 +616,6 @@ class ToolRegistry:
             return self._prepare(block.get("name"), block)[2] is None
         except Exception:  # noqa: BLE001 - a schema the validator cannot read: _outcome answers it
             return False
-
-    @staticmethod
-    def _refusal(block: dict, answer: Any) -> dict:
-        """The error result for a call a person did not approve."""
-        name = safe_str(block.get("name"))
-        if isinstance(answer, NotAsked):
-            why = f"no one was asked ({answer.why})"
-        elif isinstance(answer, str) and answer.strip():
-            why = f"they said: {clean_text(answer.strip())[:500]}"
-        else:
-            why = "they declined"
-        return tool_result(block["id"], f"Error: the user did not approve this call to {name}, so it was not run; "
-                           f"{why}. Do not call it again for the same thing: carry on without it, and tell the "
-                           "user what you would have done.", is_error=True)
 
     def _check_block(self, block: Any) -> None:
         if not isinstance(block, dict) or not isinstance(block.get("id"), str):
@@ -743,46 +728,6 @@ def _answer(name: str, ok: bool | None, value: Any) -> tuple[bool, str]:
         return True, (f"Error: {name} raised {_raised(value)}. "
                       "If the arguments caused this, correct them and retry; otherwise tell the user.")
     return False, format_output(value)
-
-
-# --- approval ---------------------------------------------------------------------------
-
-Approver = Callable[[dict], Any]  # call {"id", "name", "input"} -> True, False or the person's reason
-
-
-class NotAsked:
-    """The answer when no one could be asked (no approver, or it failed): never an approval."""
-
-    def __init__(self, why: str) -> None:
-        self.why = why
-
-
-def _question(block: dict) -> dict:
-    """What an approver is shown: the call, with a copy of its arguments (it must not change them)."""
-    return {"id": block["id"], "name": block.get("name"), "input": copy.deepcopy(block.get("input", {}))}
-
-
-def _ask(approve: Approver | None, block: dict, awaitable: bool = False) -> Any:
-    if approve is None:
-        return NotAsked("no approve callback was given")
-    try:
-        answer = approve(_question(block))
-    except Exception as exc:  # noqa: BLE001 - a broken approver never approves
-        return NotAsked(f"the approve callback raised {_raised(exc)}")
-    if inspect.isawaitable(answer) and not awaitable:
-        getattr(answer, "close", lambda: None)()  # never awaited: say so instead of warning later
-        return NotAsked("the approve callback is a coroutine function; use AsyncAgent to await it")
-    return answer
-
-
-async def _aask(approve: Approver | None, block: dict) -> Any:
-    answer = _ask(approve, block, awaitable=True)
-    if inspect.isawaitable(answer):
-        try:
-            answer = await answer
-        except Exception as exc:  # noqa: BLE001
-            return NotAsked(f"the approve callback raised {_raised(exc)}")
-    return answer
 
 
 def _is_async(fn: Callable[..., Any]) -> bool:

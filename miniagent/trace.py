@@ -19,8 +19,11 @@ can use, and `to_jsonl` writes any event content as a file `from_jsonl` reads ba
 
 from __future__ import annotations
 
+import functools
 import json
 import math
+import os
+import re
 import time
 from datetime import datetime, timezone
 from pathlib import Path
@@ -223,9 +226,7 @@ def _json_line(event: Event) -> str:
 
 
 def _redacted(line: str) -> str:
-    """The line with each secret of the environment (`tracing.env_secrets`) replaced, as JSON text."""
-    from miniagent.tracing import env_secrets
-
+    """The line with each secret of the environment (`env_secrets`) replaced, as JSON text."""
     for secret in env_secrets():
         encoded = json.dumps(secret, ensure_ascii=False)[1:-1]  # as the secret appears inside a JSON string
         line = line.replace(encoded, "<redacted>")
@@ -304,3 +305,35 @@ def describe(event: Event) -> str:
     if kind == "stop":
         return f"{event.get('stop')}: {event.get('reason')}"
     return _args({k: v for k, v in event.items() if k not in ("type", "t", "elapsed")})
+
+
+# --- secrets: what no record may hold (the spans of tracing.py use the same rule) ---------------
+
+
+SECRET_NAME = re.compile(r"(?:KEY|TOKEN|SECRET|PASSWORD)$")  # ANTHROPIC_API_KEY, AWS_SECRET_ACCESS_KEY, GH_TOKEN...
+
+
+@functools.lru_cache(maxsize=4096)
+def _names_a_secret(name: str) -> bool:
+    return bool(SECRET_NAME.search(name.upper()))
+
+
+def env_secrets(environ: Any = None) -> list[str]:
+    """Every secret this process can see: the values (8+ characters) of variables whose names end in
+    KEY, TOKEN, SECRET or PASSWORD, any case; longest first, so a key that contains another is removed whole.
+
+    Read again at every call (a key set after the tracer began is still redacted); each name is
+    judged once, since every span asks (see benchmarks/bench_team.py for what a span costs).
+    """
+    environ = os.environ if environ is None else environ
+    found = {v for k, v in environ.items() if len(v) >= 8 and _names_a_secret(k)}
+    return sorted(found, key=len, reverse=True)
+
+
+
+def scrub(text: str, secrets: list[str] | None = None) -> str:
+    """`text` with every API key the environment holds replaced by <redacted>."""
+    for secret in env_secrets() if secrets is None else secrets:
+        if secret in text:
+            text = text.replace(secret, "<redacted>")
+    return text

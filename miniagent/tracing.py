@@ -46,6 +46,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterator
 
 from miniagent.messages import safe_str
+from miniagent.trace import env_secrets, scrub  # the one rule for what is a secret (notebook 05's trace)
 
 KINDS = ("agent", "model", "tool")
 _SPAN: ContextVar["Span | None"] = ContextVar("miniagent_span", default=None)
@@ -528,6 +529,38 @@ def end_tool(opened: Span | None, result: dict) -> None:
     finish(opened, error, **attributes)
 
 
+# --- the hooks the core calls (loop.py, tools.py, agent.py): plain values in, a span or None out ---------
+
+
+def model_span(client: Any, request: dict, messages: list[dict], stream: bool = False) -> Any:
+    """The `chat` span around one model call (a no-op without an active tracer)."""
+    if active_tracer() is None:
+        return span("", "model")  # yields None at once
+    attributes = model_attributes(client, request, messages, stream=stream)
+    return span(f"chat {attributes['gen_ai.request.model']}", "model", attributes)
+
+
+def end_model(opened: Span | None, response: dict, first_token: float | None = None) -> None:
+    """Finish a model call's span from its response (and, streamed, the seconds to its first chunk)."""
+    if opened is None:  # no tracer, no work
+        return
+    attributes = response_attributes(response)
+    if first_token is not None:
+        attributes["gen_ai.response.time_to_first_chunk"] = round(first_token, 6)
+    finish(opened, **attributes)
+
+
+def tool_spans(tool_uses: list[dict], describe: Callable[[Any], str | None]) -> list[Span | None]:
+    """An `execute_tool` span per call when a tracer is active (else None each), opened in call order,
+    so that a trace reads in call order; `activate` makes each current in its call's context.
+    `describe(name)` is the tool's description, or None."""
+    tracer = active_tracer()
+    if tracer is None:
+        return [None] * len(tool_uses)
+    return [open_span(tracer, f"execute_tool {safe_str(b.get('name'))}", "tool",
+                      tool_attributes(b, describe(b.get("name")))) for b in tool_uses]
+
+
 def agent_attributes(agent: Any) -> dict[str, Any]:
     attributes = {"gen_ai.operation.name": "invoke_agent", "gen_ai.agent.name": agent.name,
                   "gen_ai.provider.name": provider_name(agent.client),
@@ -557,35 +590,6 @@ def end_agent(opened: Span | None, result: Any) -> None:
 
 
 # --- secrets and sizes -----------------------------------------------------------------------------
-
-
-SECRET_NAME = re.compile(r"(?:KEY|TOKEN|SECRET|PASSWORD)$")  # ANTHROPIC_API_KEY, AWS_SECRET_ACCESS_KEY, GH_TOKEN...
-
-
-@functools.lru_cache(maxsize=4096)
-def _names_a_secret(name: str) -> bool:
-    return bool(SECRET_NAME.search(name.upper()))
-
-
-def env_secrets(environ: Any = None) -> list[str]:
-    """Every secret this process can see: the values (8+ characters) of variables whose names end in
-    KEY, TOKEN, SECRET or PASSWORD, any case; longest first, so a key that contains another is removed whole.
-
-    Read again at every call (a key set after the tracer began is still redacted); each name is
-    judged once, since every span asks (see benchmarks/bench_team.py for what a span costs).
-    """
-    environ = os.environ if environ is None else environ
-    found = {v for k, v in environ.items() if len(v) >= 8 and _names_a_secret(k)}
-    return sorted(found, key=len, reverse=True)
-
-
-
-def scrub(text: str, secrets: list[str] | None = None) -> str:
-    """`text` with every API key the environment holds replaced by <redacted>."""
-    for secret in env_secrets() if secrets is None else secrets:
-        if secret in text:
-            text = text.replace(secret, "<redacted>")
-    return text
 
 
 def _scrubbed(attributes: dict) -> dict:
