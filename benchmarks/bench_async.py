@@ -32,7 +32,7 @@ from pathlib import Path
 
 from claims import Claim
 from miniagent.aclient import AsyncClient
-from miniagent.agent import AsyncAgent
+from miniagent.aloop import AsyncAgent
 from miniagent.builtin_tools import default_tools
 from miniagent.mock import serve_in_subprocess
 

@@ -14,10 +14,12 @@ consolidated versions live:
     providers.py      other providers: OpenAI Chat Completions translated at the edge; presets
     tools.py          a tool = JSON Schema + a function; the registry
     builtin_tools.py  weather, clock, a safe calculator
-    loop.py           the ReAct loop with its budgets: the rules once, a sync and an async driver
+    loop.py           the ReAct loop with its budgets: the rules once, and the driver that performs them
     context.py        what part of the history each call sends
     workload.py       the long, tool-heavy session notebook 04 and `make bench` measure
     agent.py          all of it assembled, with a trace
+    aloop.py          the same from asyncio: tools, the loop's driver and AsyncAgent, every wait awaited
+    approval.py       a person approves a tool call before it runs: one callback, asked in one place
     memory.py         long-term memory in SQLite: remember, recall (LIKE, FTS5), forget, as tools
     retrieval.py      load, split, index (FTS5, vectors), search with citations: RAG
     team.py           several agents: an agent as a tool, an orchestrator, a hand-off
@@ -62,8 +64,8 @@ _EXPORTS = {
     "tool": "tools", "Tool": "tools", "ToolRegistry": "tools",
     "default_tools": "builtin_tools",
     # loop and agent
-    "run_loop": "loop", "arun_loop": "loop", "LoopResult": "loop",
-    "Agent": "agent", "AsyncAgent": "agent",
+    "run_loop": "loop", "arun_loop": "aloop", "LoopResult": "loop",
+    "Agent": "agent", "AsyncAgent": "aloop",
     # memory
     "Memory": "memory", "memory_tools": "memory",
     # retrieval (RAG)

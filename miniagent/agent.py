@@ -28,7 +28,7 @@ from typing import Any, Callable
 from miniagent import tracing
 from miniagent.client import Usage
 from miniagent.clientcore import input_billed
-from miniagent.loop import LoopResult, TextCallback, ToolUseCallback, arun_loop, run_loop
+from miniagent.loop import LoopResult, TextCallback, ToolUseCallback, run_loop
 from miniagent.messages import user
 from miniagent.tools import ToolRegistry
 from miniagent.trace import CACHED, Event, Trace
@@ -187,39 +187,6 @@ class Agent:
         stamped = self.trace.record(event)
         if step is not None:
             step(stamped)
-
-
-class AsyncAgent(Agent):
-    """`Agent` for asyncio: `await agent.run(question)`; the same settings, trace and history rules.
-
-    One process can then hold many conversations at once, each waiting on its own model
-    calls and tools without blocking the others (notebook 07, `miniagent.serve`).
-    `client` defaults to `connect_async()`. Cancelling the task that awaits `run` cancels
-    its model call and its coroutine tools (a plain tool's thread cannot be stopped), and the
-    history stays as before the question (as with Ctrl-C). Callbacks are plain functions, called inline:
-    keep them quick.
-    """
-
-    def __init__(self, client: Any = None, tools: ToolRegistry | list | None = None, **settings: Any) -> None:
-        if client is None:
-            from miniagent.aclient import connect_async  # here, so that passing a client never reads the environment
-            client = connect_async()
-        super().__init__(client, tools, **settings)
-
-    async def run(self, question: str, *, stream: bool | None = None,  # type: ignore[override]
-                  on_text: TextCallback | None = None, on_tool_use: ToolUseCallback | None = None,
-                  on_step: Callable[[Event], None] | None = None,
-                  approve: Callable[[dict], Any] | None = None) -> LoopResult:
-        """Ask one question (see `Agent.run`)."""
-        messages, options, printer = self._start(question, stream, on_text, on_tool_use, on_step, approve)
-        with tracing.agent_span(self) as span:
-            result = await arun_loop(self.client, messages, **options)
-            tracing.end_agent(span, result)
-        return self._end(result, printer)
-
-    async def chat(self, question: str) -> str:  # type: ignore[override]
-        """`run()`, returning just the answer (and why, if the agent stopped early)."""
-        return _answer_of(await self.run(question))
 
 
 def _answer_of(result: LoopResult) -> str:

@@ -40,7 +40,6 @@ with `stop` "handoff": another agent takes the conversation from there.
 
 from __future__ import annotations
 
-import asyncio
 import copy
 import inspect
 import json
@@ -53,7 +52,7 @@ from typing import Any, Callable, Generator, Iterator, Union
 
 from miniagent import tracing
 from miniagent.client import APIError, Usage
-from miniagent.messages import assistant, safe_str, storable_content, text_of, tool_result, tool_use_ids, user
+from miniagent.messages import assistant, storable_content, text_of, tool_result, tool_use_ids, user
 from miniagent.tokens import estimate_request
 from miniagent.tools import ToolRegistry
 
@@ -481,51 +480,6 @@ def run_loop(client: Any, messages: list[dict], *, tools: ToolRegistry | list | 
                 return effect
             try:
                 outcome, error = perform(effect), None
-            except APIError as err:
-                outcome, error = None, err
-    finally:
-        steps.close()
-
-
-async def arun_loop(client: Any, messages: list[dict], **options: Any) -> LoopResult:
-    """`run_loop` for asyncio: the same arguments, rules and result, with every wait awaited.
-
-    `client` is an async client (`AsyncClient`, `connect_async()`). Tools run as
-    `ToolRegistry.arun_all` runs them: coroutine tools awaited, plain functions in
-    threads, so one run's waits never block another's. A context policy's hooks are
-    plain functions that may call the model (Summarize): they run in a thread too.
-    Cancelling the task cancels the model call and the tools; `messages` is unchanged,
-    as always, and what the run had appended is discarded with it.
-    """
-    if not inspect.iscoroutinefunction(getattr(client, "create", None)):
-        raise TypeError(f"arun_loop needs an async client (AsyncClient, connect_async()); "
-                        f"{type(client).__name__}.create is not a coroutine function: use run_loop")
-    loop = Loop(messages, **options)
-    loop.max_output = getattr(client, "max_tokens", None)
-
-    async def perform(effect: Effect) -> Any:
-        if isinstance(effect, ModelCall):
-            streaming = {"stream": True, "on_event": effect.watcher} if effect.watcher is not None else {}
-            with tracing.model_span(client, loop.request, effect.messages, effect.watcher is not None) as span:
-                response = await client.create(effect.messages, **loop.request, **streaming)
-                tracing.end_model(span, response, getattr(effect.watcher, "first_token", None))
-                return response
-        if isinstance(effect, ToolCalls):
-            with _running(loop):
-                return await loop.registry.arun_all(effect.calls, parallel=loop.parallel, on_result=effect.on_result,
-                                                    approve=effect.approve, on_approval=effect.on_approval)
-        if isinstance(effect, PolicyView):
-            return await asyncio.to_thread(loop.policy.view, effect.history)
-        return await asyncio.to_thread(loop.policy.on_tool_results, effect.results)
-
-    steps, outcome, error = loop.steps(), None, None
-    try:
-        while True:
-            finished, effect = _advance(steps, outcome, error)
-            if finished:
-                return effect
-            try:
-                outcome, error = await perform(effect), None
             except APIError as err:
                 outcome, error = None, err
     finally:

@@ -97,7 +97,7 @@ from miniagent.context import SlidingWindow
 from miniagent.messages import assistant, clean_text, conversation_error, tool_result, user
 from miniagent.serve_store import ApprovalClosed, ApprovalNotFound, ConversationBusy, ConversationNotFound, open_store
 from miniagent.approval import NotAsked
-from miniagent.tools import StillRunning, still_running
+from miniagent.aloop import StillRunning, still_running
 
 log = logging.getLogger("miniagent.serve")
 
@@ -639,7 +639,7 @@ def default_agent_factory(*, offline: bool | None = None, model: str | None = No
                           **agent_options: Any) -> Callable[[], Any]:
     """One client for the whole service, and a new streaming agent (its own history) per conversation."""
     from miniagent.aclient import connect_async
-    from miniagent.agent import AsyncAgent
+    from miniagent.aloop import AsyncAgent
 
     client = connect_async(offline=offline, model=model, quiet=quiet)
     return lambda: AsyncAgent(client=client, stream=True, **agent_options)

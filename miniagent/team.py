@@ -43,9 +43,10 @@ from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from miniagent import tracing
-from miniagent.agent import Agent, AsyncAgent
+from miniagent.agent import Agent
+from miniagent.aloop import AsyncAgent, arun_loop
 from miniagent.client import Usage
-from miniagent.loop import LoopResult, arun_loop, current_run, run_loop
+from miniagent.loop import LoopResult, current_run, run_loop
 from miniagent.messages import tool_use_ids, user
 from miniagent.tools import Tool, ToolRegistry, truncate_text
 

@@ -17,26 +17,18 @@ a `tool_result` block. This module is that contract:
   tool gets its own copy of the arguments, so nothing it does can change what the
   model sent, and whatever it returns becomes text that UTF-8 and JSON can carry.
 - `truncate_text`: keep a huge tool output from swamping the context window.
-- Approval: a tool marked `needs_approval=True` runs only when the run's `approve`
-  callback says yes; a refusal answers the model with an error result, and the
-  model carries on (notebook 10).
 
 Each call runs in the caller's context (`contextvars`), copied into its thread, as an
-asyncio task would be: so a tracer's span (`tracing.py`), the loop's budget and a
-sub-agent's depth (`team.py`) follow the call wherever it runs.
-
-A tool may be a coroutine function (`async def`). `arun_all` (asyncio) awaits it and
-runs a plain function in a thread of its own, so no tool blocks the event loop;
-`run_all` runs a coroutine tool on an event loop of its own, in its thread. Only a
-coroutine tool can be cancelled: a plain function's thread runs on when its run is
-cancelled (Python cannot stop a thread), and `still_running()` tells the caller which
-calls went on, so it can wait for them and say what is known (`miniagent.serve` does).
+asyncio task would be, so whatever a later notebook keeps there follows the call. Later
+notebooks reach in through three small hooks: `arun_all` (07, `aloop.py`: the same from
+asyncio), a tool marked `needs_approval` (10, `approval.py`: a person says yes first),
+and spans while a tracer is active (11, `tracing.py`). A tool may be a coroutine function
+(`async def`): `run_all` runs it on an event loop of its own, in its thread.
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import contextvars
 import copy
 import enum
@@ -558,46 +550,10 @@ class ToolRegistry:
                 finished(*_get(done))
         return results
 
-    async def arun_all(self, tool_uses: list[dict], parallel: bool = True,
-                       on_result: Callable[[dict, dict, float], Any] | None = None,
-                       approve: Callable[[dict], Any] | None = None,
-                       on_approval: Callable[[dict], Any] | None = None) -> list[dict]:
-        """`run_all` for asyncio: the same results in the same order, every wait awaited.
-
-        With `parallel`, the calls run as tasks of one TaskGroup, so cancelling the caller
-        cancels them all: coroutine tools get CancelledError; a plain tool's thread cannot be
-        stopped and runs on (`still_running()` names such calls).
-        `approve` may be a coroutine function (a web page waiting for a click).
-        """
-        for block in tool_uses:
-            self._check_block(block)
-        refused = {}
-        if asking := self._asking(tool_uses):  # notebook 10's hook, as in run_all
-            from miniagent import approval
-            refused = await approval.arefusals(asking, approve, on_approval)
-        results: list[Any] = [None] * len(tool_uses)
-        together = parallel and len(tool_uses) > 1
-        spans = self._spans(tool_uses) if together else [None] * len(tool_uses)  # else each as it starts
-
-        async def one(i: int, block: dict) -> None:
-            tracing.activate(spans[i])
-            start = time.perf_counter()
-            is_error, text = (refused[i]["is_error"], refused[i]["content"]) if i in refused \
-                else await self._aoutcome(block)
-            results[i] = tool_result(block["id"], text, is_error=is_error)
-            tracing.end_tool(spans[i], results[i])
-            if on_result:
-                on_result(block, results[i], time.perf_counter() - start)
-
-        if not together:
-            for i, block in enumerate(tool_uses):
-                spans[i] = self._spans([block])[0]
-                await asyncio.create_task(one(i, block), context=contextvars.copy_context())
-        else:
-            async with asyncio.TaskGroup() as group:
-                for i, block in enumerate(tool_uses):
-                    group.create_task(one(i, block), context=contextvars.copy_context())
-        return results
+    async def arun_all(self, tool_uses: list[dict], parallel: bool = True, **options: Any) -> list[dict]:
+        """`run_all` for asyncio (notebook 07's hook: see `miniagent.aloop.arun_all`)."""
+        from miniagent.aloop import arun_all
+        return await arun_all(self, tool_uses, parallel, **options)
 
     def _spans(self, tool_uses: list[dict]) -> list[Any]:
         """Notebook 11's hook: an `execute_tool` span per call while a tracer is active, else None each."""
@@ -648,48 +604,6 @@ class ToolRegistry:
         except Exception as exc:  # noqa: BLE001 - the tool boundary
             return self._failed(name, exc)
 
-    async def _aoutcome(self, tool_use: dict) -> tuple[bool, str]:
-        """`_outcome` for asyncio: a coroutine tool is awaited, a plain one runs in its own thread.
-
-        On a timeout the coroutine is cancelled (a thread can only be abandoned). When the
-        run itself is cancelled, CancelledError goes through: it is not the tool's failure.
-        """
-        name = tool_use.get("name")
-        try:
-            chosen, args, refusal = self._prepare(name, tool_use)
-            if refusal is not None:
-                return self._finish(refusal)
-            thread: list[asyncio.Future] = []  # a plain tool's thread, once started
-            deadline = time.monotonic() + chosen.timeout
-            try:
-                ok, value = await asyncio.wait_for(_awaited(chosen.fn, args, thread), chosen.timeout)
-            except TimeoutError:  # wait_for cancelled the coroutine; a thread can only be abandoned
-                how = "was abandoned" if not _is_async(chosen.fn) else "was cancelled"
-                ok, value = None, f"did not finish within {chosen.timeout:g} s and {how}"
-            except asyncio.CancelledError:  # the run was cancelled: a thread goes on regardless
-                if thread:
-                    self._left_running(tool_use, thread[0], deadline)
-                raise
-            return self._finish(_answer(name, ok, value))
-        except Exception as exc:  # noqa: BLE001 - the tool boundary
-            return self._failed(name, exc)
-
-    def _left_running(self, tool_use: dict, thread: asyncio.Future, deadline: float) -> None:
-        """Note a plain tool's call whose run was cancelled, in the `still_running()` block around it, if any."""
-        watch = _STILL_RUNNING.get()
-        if watch is None:
-            return
-        name, outcome = tool_use.get("name"), thread.get_loop().create_future()
-
-        def ended(finished: asyncio.Future) -> None:  # on the event loop, when the thread's outcome arrives
-            try:
-                outcome.set_result(self._finish(_answer(name, *finished.result())))
-            except Exception as exc:  # noqa: BLE001 - the tool boundary, as in _outcome
-                outcome.set_result(self._failed(name, exc))
-
-        thread.add_done_callback(ended)
-        watch[tool_use["id"]] = StillRunning(tool_use["id"], safe_str(name), deadline, outcome)
-
     def _prepare(self, name: Any, tool_use: dict) -> tuple[Tool | None, Any, tuple[bool, str] | None]:
         """(tool, a copy of the arguments, None), or (None, None, the error result) when it must not run."""
         args = copy.deepcopy(tool_use.get("input", {}))
@@ -739,83 +653,6 @@ def _blocking(fn: Callable[..., Any]) -> Callable[..., Any]:
     if not _is_async(fn):
         return fn
     return lambda **kwargs: asyncio.run(fn(**kwargs))
-
-
-async def _awaited(fn: Callable[..., Any], kwargs: dict, thread: list | None = None) -> tuple[bool, Any]:
-    """(True, value) or (False, exception) from fn(**kwargs), awaited; a plain fn runs in a daemon thread.
-
-    Not `asyncio.to_thread`: its pool's threads are joined at interpreter exit, so a tool
-    that hangs would keep the process alive; a daemon thread is abandoned, as in `call_with_timeout`.
-    The future the thread settles goes into `thread`: cancelling this wait leaves it alone, so
-    whoever cancelled can still learn how the call ended (`still_running`).
-    """
-    if _is_async(fn):
-        try:
-            return True, await fn(**kwargs)
-        except asyncio.CancelledError:
-            raise  # the run was cancelled (or the tool timed out): not the tool's own failure
-        except BaseException as exc:  # noqa: BLE001 - the tool boundary
-            return False, exc
-    loop = asyncio.get_running_loop()
-    future: asyncio.Future = loop.create_future()
-
-    def settle(outcome: tuple[bool, Any]) -> None:
-        future.set_result(outcome)  # never cancelled: the wait below is shielded
-
-    def target() -> None:
-        try:
-            outcome: tuple[bool, Any] = (True, fn(**kwargs))
-        except BaseException as exc:  # noqa: BLE001 - the tool boundary
-            outcome = (False, exc)
-        try:
-            loop.call_soon_threadsafe(settle, outcome)
-        except RuntimeError:  # the event loop has closed: the answer has nowhere to go
-            pass
-
-    context = contextvars.copy_context()
-    threading.Thread(target=context.run, args=(target,), daemon=True,
-                     name=f"tool-{getattr(fn, '__name__', 'call')}").start()
-    if thread is not None:
-        thread.append(future)
-    return await asyncio.shield(future)
-
-
-# --- plain tools a cancelled run leaves running ---------------------------------------------
-
-
-@dataclass
-class StillRunning:
-    """A plain tool's call that was running in its thread when its run was cancelled.
-
-    Python cannot stop a thread, so the call goes on, effects and all. `outcome` resolves,
-    on the event loop, to the (is_error, text) the model would have been given; `deadline`
-    is the `time.monotonic()` at which the registry would have given up on it (its timeout).
-    """
-    id: str
-    name: str
-    deadline: float
-    outcome: asyncio.Future
-
-
-_STILL_RUNNING: contextvars.ContextVar[dict[str, StillRunning] | None] = \
-    contextvars.ContextVar("miniagent_still_running", default=None)
-
-
-@contextlib.contextmanager
-def still_running() -> Iterator[dict[str, StillRunning]]:
-    """Within this block, each plain tool's call that a cancelled `arun_all` leaves running is noted
-    in the dict it yields, by tool_use id.
-
-    Only coroutine tools can be cancelled. A caller that cancels a run (a web service whose
-    client went away) learns here which calls went on regardless, so it can wait for them,
-    each until its deadline, and tell the model what is known.
-    """
-    calls: dict[str, StillRunning] = {}
-    token = _STILL_RUNNING.set(calls)
-    try:
-        yield calls
-    finally:
-        _STILL_RUNNING.reset(token)
 
 
 def _raised(exc: BaseException) -> str:

@@ -31,7 +31,6 @@ are never recorded: no span holds a header, and text a span does hold passes thr
 
 from __future__ import annotations
 
-import functools
 import json
 import math
 import os

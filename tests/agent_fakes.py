@@ -18,7 +18,8 @@ import copy
 import threading
 from typing import Any, Callable
 
-from miniagent.agent import Agent, AsyncAgent
+from miniagent.agent import Agent
+from miniagent.aloop import AsyncAgent
 
 SYNC_ASYNC = ["sync", "async"]
 USAGE = {"input_tokens": 10, "output_tokens": 5}

@@ -14,7 +14,8 @@ import pytest
 
 from miniagent import connect
 from miniagent.aclient import connect_async
-from miniagent.agent import Agent, AsyncAgent
+from miniagent.agent import Agent
+from miniagent.aloop import AsyncAgent
 from miniagent.builtin_tools import default_tools
 from miniagent.messages import conversation_error
 from miniagent.tools import ToolRegistry, tool

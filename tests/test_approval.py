@@ -18,7 +18,7 @@ import warnings
 import pytest
 
 from agent_fakes import SYNC_ASYNC, ask, make, results_in, say, script, use
-from miniagent.agent import AsyncAgent
+from miniagent.aloop import AsyncAgent
 from miniagent.messages import tool_results
 from miniagent.tools import Tool, ToolRegistry
 

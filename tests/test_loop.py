@@ -13,7 +13,8 @@ import pytest
 from miniagent import connect
 from miniagent.aclient import AsyncClient
 from miniagent.clientcore import OFFLINE_API_KEY
-from miniagent.loop import arun_loop, run_loop
+from miniagent.aloop import arun_loop
+from miniagent.loop import run_loop
 from miniagent.messages import conversation_error, tool_results
 from miniagent.tools import ToolRegistry, tool
 

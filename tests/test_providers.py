@@ -13,7 +13,8 @@ from hypothesis import strategies as st
 import openai_fakes as fake
 from drivers import both
 from miniagent import builtin_tools, providers
-from miniagent.agent import Agent, AsyncAgent
+from miniagent.agent import Agent
+from miniagent.aloop import AsyncAgent
 from miniagent.aclient import connect_async
 from miniagent.client import (APIError, AuthenticationError, BadRequestError, Client, InternalServerError,
                               MalformedResponseError, MissingAPIKeyError, NotFoundError, RateLimitError, StreamError,

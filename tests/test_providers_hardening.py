@@ -16,7 +16,8 @@ from hypothesis import strategies as st
 
 import openai_fakes as fake
 from drivers import both
-from miniagent.agent import Agent, AsyncAgent
+from miniagent.agent import Agent
+from miniagent.aloop import AsyncAgent
 from miniagent.aclient import AsyncClient
 from miniagent.client import Client
 from miniagent.errors import APIError, MalformedResponseError

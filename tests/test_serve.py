@@ -31,7 +31,7 @@ from agent_fakes import deleting_tool  # noqa: E402
 
 from miniagent.__main__ import DEMO_QUESTION, main  # noqa: E402
 from miniagent.aclient import AsyncClient  # noqa: E402
-from miniagent.agent import AsyncAgent  # noqa: E402
+from miniagent.aloop import AsyncAgent  # noqa: E402
 from miniagent.builtin_tools import default_tools  # noqa: E402
 from miniagent.messages import conversation_error  # noqa: E402
 from miniagent.mock import MockAPI, scripts  # noqa: E402

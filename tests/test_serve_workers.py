@@ -217,7 +217,7 @@ def approval_app():
     from agent_fakes import deleting_tool
 
     from miniagent.aclient import connect_async
-    from miniagent.agent import AsyncAgent
+    from miniagent.aloop import AsyncAgent
     from miniagent.builtin_tools import default_tools
     from miniagent.serve import create_app
 

@@ -20,7 +20,8 @@ import pytest
 
 from agent_fakes import SYNC_ASYNC, AsyncFake, Fake, ask, make, results_in, say, script, use
 from miniagent import connect
-from miniagent.agent import Agent, AsyncAgent
+from miniagent.agent import Agent
+from miniagent.aloop import AsyncAgent
 from miniagent.errors import InternalServerError
 from miniagent.loop import current_run, run_loop
 from miniagent.messages import tool_results, user

@@ -25,9 +25,11 @@ from hypothesis import strategies as st
 from agent_fakes import SYNC_ASYNC, ask, make, results_in, say, use
 from miniagent import connect
 from miniagent.aclient import AsyncClient
-from miniagent.agent import Agent, AsyncAgent
+from miniagent.agent import Agent
+from miniagent.aloop import AsyncAgent
 from miniagent.clientcore import OFFLINE_API_KEY
-from miniagent.loop import arun_loop, run_loop
+from miniagent.aloop import arun_loop
+from miniagent.loop import run_loop
 from miniagent.messages import user
 from miniagent.team import MAX_DEPTH, Ledger, agent_tool
 

@@ -564,7 +564,8 @@ def test_a_broken_on_end_callback_never_breaks_the_run(kind, monkeypatch):
 def test_a_streamed_run_on_the_mock_records_its_chat_spans(kind):
     from miniagent import connect
     from miniagent.aclient import connect_async
-    from miniagent.agent import Agent, AsyncAgent
+    from miniagent.agent import Agent
+    from miniagent.aloop import AsyncAgent
 
     tracer = Tracer()
     client = connect(offline=True, quiet=True) if kind == "sync" else connect_async(offline=True, quiet=True)

@@ -322,7 +322,7 @@ def test_a_tool_without_approval_shows_no_decision(chat):
 
 
 def test_an_async_agent_is_refused_with_a_reason():
-    from miniagent.agent import AsyncAgent
+    from miniagent.aloop import AsyncAgent
     from miniagent.aclient import connect_async
 
     with pytest.raises(TypeError, match="sync Agent"):

@@ -28,7 +28,7 @@ import tracemalloc
 import httpx
 
 import miniagent
-from miniagent.agent import AsyncAgent
+from miniagent.aloop import AsyncAgent
 
 llm = miniagent.connect_async(max_retries=5, max_tokens=300)  # many calls at once meet more 429s and 529s
 tools = miniagent.default_tools()

@@ -43,7 +43,7 @@ from run_ui_test import CHROMIUM, CHROMIUM_ARGS  # noqa: E402
 
 from miniagent.__main__ import DEMO_QUESTION  # noqa: E402
 from miniagent.aclient import AsyncClient  # noqa: E402
-from miniagent.agent import AsyncAgent  # noqa: E402
+from miniagent.aloop import AsyncAgent  # noqa: E402
 from miniagent.builtin_tools import default_tools  # noqa: E402
 from miniagent.mock import MockAPI  # noqa: E402
 from miniagent.serve import create_app  # noqa: E402
