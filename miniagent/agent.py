@@ -28,7 +28,7 @@ from typing import Any, Callable
 from miniagent import tracing
 from miniagent.client import Usage
 from miniagent.clientcore import input_billed
-from miniagent.loop import LoopResult, TextCallback, ToolUseCallback, run_loop
+from miniagent.loop import LoopResult, TextCallback, ToolUseCallback, needs_stream, run_loop
 from miniagent.messages import user
 from miniagent.tools import ToolRegistry
 from miniagent.trace import CACHED, Event, Trace
@@ -60,9 +60,7 @@ class Agent:
                  name: str = "assistant", description: str | None = None,
                  approve: Callable[[dict], Any] | None = None, tracer: "tracing.Tracer | None" = None,
                  create: dict | None = None) -> None:
-        if not stream and (on_text is not None or on_tool_use is not None):
-            raise TypeError("on_text and on_tool_use are called as a streamed answer arrives: "
-                            "pass stream=True as well")
+        needs_stream(stream, on_text, on_tool_use)
         if client is None:
             from miniagent.client import connect  # here, so that passing a client never reads the environment
             client = connect()
@@ -109,6 +107,12 @@ class Agent:
         clone.create = dict(self.create)
         return clone
 
+    def loop_options(self, approve: Callable[[dict], Any] | None = None) -> dict:
+        """This agent's settings as `Loop`'s options (its runs, and a hand-off to it, start from them)."""
+        return dict(tools=self.tools or None, system=self.system, policy=self.policy,
+                    max_iterations=self.max_iterations, token_budget=self.token_budget,
+                    parallel=self.parallel, approve=approve or self.approve, **self.create)
+
     def run(self, question: str, *, stream: bool | None = None, on_text: TextCallback | None = None,
             on_tool_use: ToolUseCallback | None = None, on_step: Callable[[Event], None] | None = None,
             approve: Callable[[dict], Any] | None = None) -> LoopResult:
@@ -132,9 +136,7 @@ class Agent:
         if not isinstance(question, str) or not question.strip():
             raise ValueError(f"the question must be a non-empty string, got {question!r}")
         streamed = self.stream if stream is None else bool(stream)
-        if not streamed and (on_text is not None or on_tool_use is not None):
-            raise TypeError("on_text and on_tool_use are called as a streamed answer arrives: "
-                            "pass stream=True as well")
+        needs_stream(streamed, on_text, on_tool_use)
         printer = RoundPrinter(streamed=streamed) if self.verbose else None
         text_callbacks = [f for f in (printer and printer.text, self.on_text, on_text) if f is not None]
         tool_callbacks = [f for f in (self.on_tool_use, on_tool_use) if f is not None]
@@ -146,9 +148,7 @@ class Agent:
         def on_event(event: Event) -> None:
             self._step(event, step)
             if event["type"] == "usage":  # a sub-agent's tokens, charged to this run
-                self.usage.input_tokens += event["input_tokens"]
-                self.usage.output_tokens += event["output_tokens"]
-                self.usage.calls += event.get("calls", 0)
+                self.usage.merge(Usage(event["input_tokens"], event["output_tokens"], event.get("calls", 0)))
             elif event["type"] == "response":
                 usage = event.get("usage") or {}
                 self.usage.add(usage)
@@ -157,10 +157,7 @@ class Agent:
                             **{k: usage[k] for k in CACHED if usage.get(k)}}, step)
 
         self._step({"type": "question", "text": question}, step)
-        options = dict(tools=self.tools or None, system=self.system, policy=self.policy,
-                       max_iterations=self.max_iterations, token_budget=self.token_budget,
-                       parallel=self.parallel, on_event=on_event, approve=approve or self.approve,
-                       **self.create, **streaming)
+        options = dict(**self.loop_options(approve or self.approve), on_event=on_event, **streaming)
         return self.history + [user(question)], options, printer
 
     def _end(self, result: LoopResult, printer: "RoundPrinter | None") -> LoopResult:

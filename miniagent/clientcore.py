@@ -114,6 +114,12 @@ class Usage:
         self.output_tokens += usage.get("output_tokens") or 0
         self.calls += 1
 
+    def merge(self, other: "Usage") -> None:
+        """Add what another spent on this one's behalf (a sub-agent's tokens, charged to its caller)."""
+        self.input_tokens += other.input_tokens
+        self.output_tokens += other.output_tokens
+        self.calls += other.calls
+
     @property
     def total_tokens(self) -> int:
         return self.input_tokens + self.output_tokens

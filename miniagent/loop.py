@@ -19,28 +19,17 @@ call or one a context policy made (a summary); results of tools that already ran
 are kept. Nothing a response holds can make the next request invalid: what enters
 the history is `storable_content(response)`, never the response as it came.
 
-Streaming (`stream=True`) changes only how each answer arrives: the client assembles
-the stream into the same message dict, so every rule above holds unchanged, while
-`on_text` and `on_tool_use` show the answer forming (`StreamWatcher`). A stream that
-breaks is an API error like any other: nothing of it enters the history, and a tool
-call it cut short is never run.
-
-Async (`arun_loop`) changes only who waits: the rules above are written once, in
-`Loop.steps()`, a generator that yields each piece of I/O it needs; `run_loop` performs
-them with plain calls and `arun_loop` with `await` (see "the decisions, once" below).
-
-Notebook 10 adds three things a run can meet. A tool that needs a person's approval
-runs only if `approve(call)` says so (`ToolRegistry.run_all`); each answer becomes an
-`approval` event. A tool that is itself an agent (`team.py`) charges its tokens to the
-run that called it (`current_run().charge(...)`), and its model calls draw on that run's
-ledger (`Loop.ledger`, a `team.Ledger`), so one budget bounds a tree of agents in parallel.
-And a tool named in `handoff_tools` ends the run once its result is in the history,
-with `stop` "handoff": another agent takes the conversation from there.
+The rules are written once, in `Loop.steps()`, a generator that yields each piece of I/O
+it needs; `run_loop` performs them with plain calls (see "the decisions, once" below), and
+notebook 07's `arun_loop` (`aloop.py`) with `await`. Later notebooks reach in through small
+hooks, each named where it is: a stream's callbacks (06, `streaming.StreamWatcher`), a
+person's approval (10, `approval.py`), a sub-agent's tokens charged to the run that called
+it and one token ledger for a tree of agents (10, `team.py`: `current_run`, `Loop.ledger`),
+a hand-off that ends the run (10), and spans (11, `tracing.py`).
 """
 
 from __future__ import annotations
 
-import copy
 import inspect
 import json
 import threading
@@ -48,13 +37,16 @@ import time
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass, field
-from typing import Any, Callable, Generator, Iterator, Union
+from typing import TYPE_CHECKING, Any, Callable, Generator, Iterator, Union
 
 from miniagent import tracing
 from miniagent.client import APIError, Usage
 from miniagent.messages import assistant, storable_content, text_of, tool_result, tool_use_ids, user
 from miniagent.tokens import estimate_request
 from miniagent.tools import ToolRegistry
+
+if TYPE_CHECKING:
+    from miniagent.streaming import StreamWatcher
 
 Event = dict[str, Any]
 TextCallback = Callable[[str], None]
@@ -82,6 +74,12 @@ class LoopResult:
         return self.stop in DONE
 
 
+def needs_stream(stream: Any, on_text: Any, on_tool_use: Any) -> None:
+    """The one check that streaming callbacks come with `stream=True` (Loop, Agent and each run ask it)."""
+    if not stream and (on_text is not None or on_tool_use is not None):
+        raise TypeError("on_text and on_tool_use are called as a streamed answer arrives: pass stream=True as well")
+
+
 def call_signature(block: dict) -> str:
     """A tool call's identity for repeat detection: its name and canonical arguments."""
     return block["name"] + json.dumps(block.get("input", {}), sort_keys=True, ensure_ascii=False)
@@ -90,105 +88,6 @@ def call_signature(block: dict) -> str:
 def _not_executed(blocks: list[dict], why: str) -> list[dict]:
     """Error results for calls the loop refuses to run, so the history stays valid."""
     return [tool_result(b["id"], f"Error: not executed: {why}", is_error=True) for b in blocks]
-
-
-class StreamWatcher:
-    """One streamed response's events in, the loop's streaming callbacks out.
-
-    Given to `client.create(..., stream=True, on_event=watcher)`, it sees each event as
-    it arrives, after the client has checked it (order, indexes, shapes). It calls
-    `on_text(delta)` for each piece of text and `on_tool_use(call)` for each tool call:
-    when its block starts (name and id known, `partial_json` ""), at each piece of its
-    arguments (`partial_json` growing), and when its block stops (`done`, and `input`
-    the parsed arguments, or None if they never became complete JSON). State is kept
-    per block index, because the calls of one response stream one after another and
-    their fragments must never be joined across calls.
-
-    `done` means the call's arguments are complete, not that it will run: the stream
-    can still break, or stop with `max_tokens`, and then the loop runs nothing. What
-    runs is what the `tool_call` trace events say.
-
-    It also times the response (`first_token`: seconds from the request to the first
-    content delta; `first_text`: to the first text delta) and counts its events, for
-    the `stream` summary the loop adds to the response's trace event: a few numbers per
-    response, never an event per token.
-    """
-
-    def __init__(self, iteration: int, started: float, on_text: TextCallback | None = None,
-                 on_tool_use: ToolUseCallback | None = None) -> None:
-        self.iteration, self.started = iteration, started
-        self.on_text, self.on_tool_use = on_text, on_tool_use
-        self.events = 0
-        self.first_token: float | None = None
-        self.first_text: float | None = None
-        self.calls: dict[int, dict] = {}  # block index -> {"id", "name", "input" (the start's), "parts"}
-        self.done_calls = 0
-
-    def __call__(self, event: dict) -> None:
-        self.events += 1
-        kind = event.get("type")
-        if kind == "content_block_start":
-            self._start(event["index"], event["content_block"])
-        elif kind == "content_block_delta":
-            self._delta(event["index"], event["delta"])
-        elif kind == "content_block_stop" and event["index"] in self.calls:
-            self._stop(event["index"])
-
-    def _start(self, index: int, block: dict) -> None:
-        if block.get("type") == "text" and block.get("text"):  # text may come with the start itself
-            self._text(block["text"])
-        elif block.get("type") == "tool_use":
-            self.calls[index] = {"id": block.get("id"), "name": block.get("name"),
-                                 "input": block.get("input"), "parts": []}
-            self._tool_use(index, done=False)
-
-    def _delta(self, index: int, delta: dict) -> None:
-        if self.first_token is None:
-            self.first_token = time.perf_counter() - self.started
-        if delta.get("type") == "text_delta":
-            self._text(delta["text"])
-        elif delta.get("type") == "input_json_delta" and index in self.calls and delta["partial_json"]:
-            self.calls[index]["parts"].append(delta["partial_json"])
-            self._tool_use(index, done=False)
-
-    def _stop(self, index: int) -> None:
-        call = self.calls[index]
-        text = "".join(call["parts"])
-        if not text.strip():  # no arguments streamed: the input the block started with (a tool without any)
-            arguments = copy.deepcopy(call["input"]) if isinstance(call["input"], dict) else None
-        else:
-            try:
-                arguments = json.loads(text)
-            except (ValueError, RecursionError):  # cut off mid-arguments: never a call to run
-                arguments = None
-        self.done_calls += 1
-        self._tool_use(index, done=True, arguments=arguments if isinstance(arguments, dict) else None)
-
-    def _text(self, delta: str) -> None:
-        if self.first_text is None:
-            self.first_text = time.perf_counter() - self.started
-        if self.on_text is not None and delta:
-            self.on_text(delta)
-
-    def _tool_use(self, index: int, *, done: bool, arguments: dict | None = None) -> None:
-        if self.on_tool_use is None:
-            return
-        call = self.calls[index]
-        self.on_tool_use({"index": index, "id": call["id"], "name": call["name"],
-                          "partial_json": "".join(call["parts"]), "done": done, "input": arguments,
-                          "iteration": self.iteration})
-
-    @property
-    def calls_seen(self) -> int:
-        """Tool calls this response had begun so far, complete or not."""
-        return len(self.calls)
-
-    def summary(self) -> dict:
-        """What the trace keeps of a stream: its size and its first-token times, in seconds."""
-        def rounded(seconds: float | None) -> float | None:
-            return None if seconds is None else round(seconds, 6)
-        return {"events": self.events, "first_token": rounded(self.first_token),
-                "first_text": rounded(self.first_text)}
 
 
 # --- the decisions, once: a generator that asks its driver to do the I/O --------------------------
@@ -251,7 +150,29 @@ def _running(loop: "Loop") -> Iterator[None]:
 
 
 class Loop:
-    """One run's settings and state; `steps()` is the run, as a generator of Effects."""
+    """One run's settings and state; `steps()` is the run, as a generator of Effects.
+
+    The options, stated here once (`run_loop`, `arun_loop` and `Agent` pass them on):
+    `tools` a ToolRegistry or a list; `system` the system prompt; `max_iterations` model
+    calls; `token_budget` a number of tokens, or a ledger shared with other runs
+    (`team.Ledger`, which must admit each call first); `max_repeats` times the same call
+    may repeat; `parallel` runs a round's tools at once. `policy` (see `miniagent.context`)
+    chooses what part of the history each call sends and may shorten tool output before it
+    enters the history; an APIError in either hook ends the run as `api_error`, like a
+    failed call of the loop's own. `on_event` gets a dict for every step (request,
+    response, tool_call, tool_result, approval, usage, error, stop); a response event's
+    `content` is the content as stored (`storable_content`; `client.last` has the raw one).
+
+    `stream=True` streams each call; the run, its history and its budgets are what they
+    would be unstreamed, while `on_text(delta)` gets each piece of text and `on_tool_use(call)`
+    each tool call as it forms (see `streaming.StreamWatcher`), and a response event carries
+    `stream`: `{"events", "first_token", "first_text"}`. A stream that breaks ends the run as
+    `api_error`: nothing of it is kept and none of its tool calls run. `approve(call)` is asked
+    before a tool that needs approval runs (`approval.py`); `handoff_tools` names tools whose
+    call ends the run with stop "handoff" (`team.handoff`). Any other keyword is a request
+    field for every call. With a tracer active (`tracing.py`), each model call is a `chat`
+    span and each tool call an `execute_tool` span.
+    """
 
     def __init__(self, messages: list[dict], *, tools: ToolRegistry | list | None = None,
                  system: str | list | None = None, max_iterations: int = 10, token_budget: Any = None,
@@ -260,8 +181,7 @@ class Loop:
                  on_text: TextCallback | None = None, on_tool_use: ToolUseCallback | None = None,
                  approve: Callable[[dict], Any] | None = None, handoff_tools: Any = (),
                  **create_kwargs: Any) -> None:
-        if not stream and (on_text is not None or on_tool_use is not None):
-            raise TypeError("on_text and on_tool_use are called as a streamed answer arrives: pass stream=True as well")
+        needs_stream(stream, on_text, on_tool_use)
         self.registry = tools if isinstance(tools, ToolRegistry) or tools is None else ToolRegistry(tools)
         self.request = {"system": system, "tools": self.registry.schemas() if self.registry else None,
                         **create_kwargs}
@@ -284,9 +204,7 @@ class Loop:
     def charge(self, usage: Usage, source: str) -> None:
         """Add tokens spent on this run's behalf (a sub-agent's), from any thread; the budget counts them."""
         with self._charging:  # the event too: Agent adds it to its own usage, and two specialists may end at once
-            self.usage.input_tokens += usage.input_tokens
-            self.usage.output_tokens += usage.output_tokens
-            self.usage.calls += usage.calls
+            self.usage.merge(usage)
             self.emit({"type": "usage", "source": source, "input_tokens": usage.input_tokens,
                        "output_tokens": usage.output_tokens, "calls": usage.calls})
 
@@ -325,7 +243,10 @@ class Loop:
             iteration = self.iterations
             emit({"type": "request", "iteration": iteration, "messages": len(history), "sent": len(view)})
             started = time.perf_counter()
-            watcher = StreamWatcher(iteration, started, self.on_text, self.on_tool_use) if self.stream else None
+            watcher = None
+            if self.stream:  # notebook 06's hook: the callbacks see the answer as it arrives
+                from miniagent.streaming import StreamWatcher
+                watcher = StreamWatcher(iteration, started, self.on_text, self.on_tool_use)
             before = usage.total_tokens
             try:
                 response = yield ModelCall(view, watcher)
@@ -415,46 +336,17 @@ class Loop:
 # --- the drivers ------------------------------------------------------------------------------------
 
 
-def run_loop(client: Any, messages: list[dict], *, tools: ToolRegistry | list | None = None,
-             system: str | list | None = None, max_iterations: int = 10, token_budget: Any = None,
-             max_repeats: int = 2, parallel: bool = True, policy: Any = None,
-             on_event: Callable[[Event], None] | None = None, stream: bool = False,
-             on_text: TextCallback | None = None, on_tool_use: ToolUseCallback | None = None,
-             approve: Callable[[dict], Any] | None = None, handoff_tools: Any = (),
-             **create_kwargs: Any) -> LoopResult:
+def run_loop(client: Any, messages: list[dict], **options: Any) -> LoopResult:
     """Run the agent loop from `messages` (ending with the user's turn) until it stops.
 
     `messages` is not modified; `result.messages` is the history with this run's turns
-    appended. `policy` (see `miniagent.context`) chooses what part of the history each
-    call sends and may shorten tool output before it enters the history; an APIError
-    in either hook ends the run as `api_error`, like a failed call of the loop's own.
-    `on_event` is called with a dict for every step (request, response, tool_call,
-    tool_result, error, stop); a response event's `content` is the content as stored
-    in the history (see `storable_content`; `client.last` has the raw response).
-
-    `stream=True` streams each model call (`client.create(..., stream=True,
-    on_event=...)`); the loop still works on the final message, so the run, its history
-    and its budgets are what they would be unstreamed. Meanwhile `on_text(delta)` gets
-    each piece of text as it arrives and `on_tool_use(call)` each tool call as it forms
-    and when it is complete (see `StreamWatcher` for the dict). A response event then
-    carries `stream`: `{"events", "first_token", "first_text"}` (seconds from the
-    request). A stream that breaks (StreamError, or an `error` event's typed error)
-    ends the run as `api_error`, nothing of it kept and none of its tool calls run.
-
-    `approve(call)` is asked before a tool that needs approval runs (see
-    `ToolRegistry.run_all`); `handoff_tools` names tools whose call ends the run with
-    stop "handoff" (see `team.handoff`). `token_budget` is a number of tokens, or a ledger
-    shared with other runs (`team.Ledger`: each sub-agent draws on its parent's), which
-    must admit each call first. With a tracer active (`tracing.py`), each model
-    call is a `chat` span and each tool call an `execute_tool` span.
+    appended. The options are `Loop`'s (tools, system, budgets, policy, callbacks), and
+    anything else is a request field for every call (e.g. `tool_choice`).
     """
     if inspect.iscoroutinefunction(getattr(client, "create", None)):  # e.g. handoff() given AsyncAgents
         raise TypeError(f"run_loop needs a blocking client (Client, connect()); {type(client).__name__}.create "
                         "is a coroutine function: use arun_loop (AsyncAgent, ahandoff)")
-    loop = Loop(messages, tools=tools, system=system, max_iterations=max_iterations, token_budget=token_budget,
-                max_repeats=max_repeats, parallel=parallel, policy=policy, on_event=on_event, stream=stream,
-                on_text=on_text, on_tool_use=on_tool_use, approve=approve, handoff_tools=handoff_tools,
-                **create_kwargs)
+    loop = Loop(messages, **options)
     loop.max_output = getattr(client, "max_tokens", None)
 
     def perform(effect: Effect) -> Any:

@@ -31,8 +31,9 @@ import codecs
 import copy
 import json
 import re
+import time
 from dataclasses import dataclass, field
-from typing import Any, Iterable, Iterator
+from typing import Any, Callable, Iterable, Iterator
 
 from miniagent import wire
 from miniagent.errors import APIError, MalformedResponseError, error_for_type
@@ -536,3 +537,105 @@ def _short(value: Any) -> str:
         return _clip(json.dumps(value, ensure_ascii=False), 120)
     except (TypeError, ValueError, RecursionError):
         return type(value).__name__
+
+
+# --- the loop's view of a stream: text and tool calls as they form ------------------------------
+
+
+class StreamWatcher:
+    """One streamed response's events in, the loop's streaming callbacks out.
+
+    Given to `client.create(..., stream=True, on_event=watcher)`, it sees each event as
+    it arrives, after the client has checked it (order, indexes, shapes). It calls
+    `on_text(delta)` for each piece of text and `on_tool_use(call)` for each tool call:
+    when its block starts (name and id known, `partial_json` ""), at each piece of its
+    arguments (`partial_json` growing), and when its block stops (`done`, and `input`
+    the parsed arguments, or None if they never became complete JSON). State is kept
+    per block index, because the calls of one response stream one after another and
+    their fragments must never be joined across calls.
+
+    `done` means the call's arguments are complete, not that it will run: the stream
+    can still break, or stop with `max_tokens`, and then the loop runs nothing. What
+    runs is what the `tool_call` trace events say.
+
+    It also times the response (`first_token`: seconds from the request to the first
+    content delta; `first_text`: to the first text delta) and counts its events, for
+    the `stream` summary the loop adds to the response's trace event: a few numbers per
+    response, never an event per token.
+    """
+
+    def __init__(self, iteration: int, started: float, on_text: Callable[[str], None] | None = None,
+                 on_tool_use: Callable[[dict], None] | None = None) -> None:
+        self.iteration, self.started = iteration, started
+        self.on_text, self.on_tool_use = on_text, on_tool_use
+        self.events = 0
+        self.first_token: float | None = None
+        self.first_text: float | None = None
+        self.calls: dict[int, dict] = {}  # block index -> {"id", "name", "input" (the start's), "parts"}
+        self.done_calls = 0
+
+    def __call__(self, event: dict) -> None:
+        self.events += 1
+        kind = event.get("type")
+        if kind == "content_block_start":
+            self._start(event["index"], event["content_block"])
+        elif kind == "content_block_delta":
+            self._delta(event["index"], event["delta"])
+        elif kind == "content_block_stop" and event["index"] in self.calls:
+            self._stop(event["index"])
+
+    def _start(self, index: int, block: dict) -> None:
+        if block.get("type") == "text" and block.get("text"):  # text may come with the start itself
+            self._text(block["text"])
+        elif block.get("type") == "tool_use":
+            self.calls[index] = {"id": block.get("id"), "name": block.get("name"),
+                                 "input": block.get("input"), "parts": []}
+            self._tool_use(index, done=False)
+
+    def _delta(self, index: int, delta: dict) -> None:
+        if self.first_token is None:
+            self.first_token = time.perf_counter() - self.started
+        if delta.get("type") == "text_delta":
+            self._text(delta["text"])
+        elif delta.get("type") == "input_json_delta" and index in self.calls and delta["partial_json"]:
+            self.calls[index]["parts"].append(delta["partial_json"])
+            self._tool_use(index, done=False)
+
+    def _stop(self, index: int) -> None:
+        call = self.calls[index]
+        text = "".join(call["parts"])
+        if not text.strip():  # no arguments streamed: the input the block started with (a tool without any)
+            arguments = copy.deepcopy(call["input"]) if isinstance(call["input"], dict) else None
+        else:
+            try:
+                arguments = json.loads(text)
+            except (ValueError, RecursionError):  # cut off mid-arguments: never a call to run
+                arguments = None
+        self.done_calls += 1
+        self._tool_use(index, done=True, arguments=arguments if isinstance(arguments, dict) else None)
+
+    def _text(self, delta: str) -> None:
+        if self.first_text is None:
+            self.first_text = time.perf_counter() - self.started
+        if self.on_text is not None and delta:
+            self.on_text(delta)
+
+    def _tool_use(self, index: int, *, done: bool, arguments: dict | None = None) -> None:
+        if self.on_tool_use is None:
+            return
+        call = self.calls[index]
+        self.on_tool_use({"index": index, "id": call["id"], "name": call["name"],
+                          "partial_json": "".join(call["parts"]), "done": done, "input": arguments,
+                          "iteration": self.iteration})
+
+    @property
+    def calls_seen(self) -> int:
+        """Tool calls this response had begun so far, complete or not."""
+        return len(self.calls)
+
+    def summary(self) -> dict:
+        """What the trace keeps of a stream: its size and its first-token times, in seconds."""
+        def rounded(seconds: float | None) -> float | None:
+            return None if seconds is None else round(seconds, 6)
+        return {"events": self.events, "first_token": rounded(self.first_token),
+                "first_text": rounded(self.first_text)}

@@ -368,17 +368,13 @@ class _Relay:
             transfers = [transfer_tool(a, closed=True) for a in others]
         else:
             transfers = []
-        return dict(tools=ToolRegistry([*agent.tools, *transfers]), system=agent.system, policy=agent.policy,
-                    max_iterations=agent.max_iterations, token_budget=agent.token_budget, parallel=agent.parallel,
-                    approve=agent.approve, handoff_tools={t.name for t in transfers} if self.left > 0 else set(),
-                    on_event=on_event, **agent.create)
+        return {**agent.loop_options(), "tools": ToolRegistry([*agent.tools, *transfers]),
+                "handoff_tools": {t.name for t in transfers} if self.left > 0 else set(), "on_event": on_event}
 
     def after(self, result: LoopResult) -> None:
         """Take a run's result: the next agent if it handed over, else the end."""
         self.result, self.messages = result, result.messages
-        self.usage.input_tokens += result.usage.input_tokens
-        self.usage.output_tokens += result.usage.output_tokens
-        self.usage.calls += result.usage.calls
+        self.usage.merge(result.usage)
         if result.stop != "handoff":
             self.current = None
             return
