@@ -17,7 +17,8 @@ consolidated versions live:
     loop.py           the ReAct loop with its budgets: the rules once, and the driver that performs them
     context.py        what part of the history each call sends
     workload.py       the long, tool-heavy session notebook 04 and `make bench` measure
-    agent.py          all of it assembled, with a trace
+    agent.py          all of it assembled, with a trace of its events
+    events.py         that trace: every step of a run as a dict, saved as JSON Lines (notebook 05)
     aloop.py          the same from asyncio: tools, the loop's driver and AsyncAgent, every wait awaited
     approval.py       a person approves a tool call before it runs: one callback, asked in one place
     memory.py         long-term memory in SQLite: remember, recall (LIKE, FTS5), forget, as tools

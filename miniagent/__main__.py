@@ -28,7 +28,7 @@ from miniagent.i18n import t  # the learner's language (MINIAGENT_LANG=zh): ligh
 
 if TYPE_CHECKING:
     from miniagent.tools import ToolRegistry
-    from miniagent.trace import Trace
+    from miniagent.events import Trace
 
 DEMO_QUESTION = "现在几点了？顺便帮我算一下 (1024 + 768) * 2，再告诉我北京和上海的天气。"
 

@@ -31,7 +31,7 @@ from miniagent.clientcore import input_billed
 from miniagent.loop import LoopResult, TextCallback, ToolUseCallback, needs_stream, run_loop
 from miniagent.messages import user
 from miniagent.tools import ToolRegistry
-from miniagent.trace import CACHED, Event, Trace
+from miniagent.events import CACHED, Event, Trace
 
 DEFAULT_SYSTEM = ("You are a helpful assistant. When a tool can answer part of the question, call it; "
                   "call independent tools together. Answer in the language of the question.")

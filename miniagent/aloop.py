@@ -32,7 +32,7 @@ from miniagent.loop import (Effect, Loop, LoopResult, ModelCall, PolicyView, Tex
                             ToolUseCallback, _advance, _running)
 from miniagent.messages import safe_str, tool_result
 from miniagent.tools import ToolRegistry, _answer, _is_async
-from miniagent.trace import Event
+from miniagent.events import Event
 
 # --- tools ---------------------------------------------------------------------------------
 

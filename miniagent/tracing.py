@@ -1,6 +1,6 @@
 """Spans: what took how long, inside what.
 
-The event trace (`trace.py`) says what happened, in order. A span says when something
+The event trace (`events.py`) says what happened, in order. A span says when something
 began and ended and what it was part of: an agent's run contains its model calls and
 its tool calls, and a tool that is itself an agent contains that agent's run. That
 nesting is what you need to find the slow step or the tokens a sub-agent spent.
@@ -45,7 +45,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterator
 
 from miniagent.messages import safe_str
-from miniagent.trace import env_secrets, scrub  # the one rule for what is a secret (notebook 05's trace)
+from miniagent.events import env_secrets, scrub  # the one rule for what is a secret (notebook 05's events.py)
 
 KINDS = ("agent", "model", "tool")
 _SPAN: ContextVar["Span | None"] = ContextVar("miniagent_span", default=None)

@@ -24,7 +24,7 @@ from typing import Any, Callable
 import ipywidgets as widgets
 
 from miniagent.i18n import t
-from miniagent.trace import Trace, describe
+from miniagent.events import Trace, describe
 
 _TRANSCRIPT_STYLE = ("max-height:420px;overflow-y:auto;padding:6px 8px;border:1px solid #ddd;"
                      "border-radius:4px;font-size:13px;line-height:1.45")

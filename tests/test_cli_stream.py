@@ -19,7 +19,7 @@ from miniagent import builtin_tools
 from miniagent.__main__ import DEMO_QUESTION, main
 from miniagent.mock import MockAPI, scripts
 from miniagent.mock.server import serve_in_thread
-from miniagent.trace import Trace
+from miniagent.events import Trace
 
 ROOT = Path(__file__).resolve().parent.parent
 FIXED = datetime(2026, 5, 9, 6, 23, 11, tzinfo=timezone.utc)

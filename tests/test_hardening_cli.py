@@ -14,7 +14,7 @@ import pytest
 
 import miniagent.client
 from miniagent.__main__ import DEMO_QUESTION, main
-from miniagent.trace import Trace
+from miniagent.events import Trace
 
 ROOT = Path(__file__).resolve().parent.parent
 KEYS = ("ANTHROPIC_API_KEY", "MINIAGENT_OFFLINE", "ANTHROPIC_BASE_URL", "MINIAGENT_MODEL",

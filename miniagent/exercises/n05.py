@@ -79,7 +79,7 @@ def _trace(events: list[dict]) -> Any:
     """A trace of `events`, stamped by a clock that ticks 0.1 s per event (elapsed is not seconds)."""
     from datetime import datetime, timezone
 
-    from miniagent.trace import Trace
+    from miniagent.events import Trace
 
     ticks = iter(range(10_000))
     trace = Trace(clock=lambda: next(ticks) / 10, now=lambda: datetime(2026, 1, 1, tzinfo=timezone.utc))

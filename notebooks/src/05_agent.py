@@ -169,7 +169,7 @@ for line in lines[:3]:
     event = json.loads(line)
     print(f"  {event['type']:<9} t={event['t']}  elapsed={event['elapsed']:.3f} s  keys={sorted(event)}")
 
-from miniagent.trace import Trace
+from miniagent.events import Trace
 
 loaded = Trace.from_jsonl(path)
 print("loaded back, same summary:", loaded.summary() == agent.trace.summary())

@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from miniagent.trace import Trace
+from miniagent.events import Trace
 
 GOOD = '{"type": "request", "t": "2026-05-09T06:23:11.000+00:00", "elapsed": 0.0, "iteration": 1}'
 

@@ -7,7 +7,7 @@ import pytest
 
 from miniagent.client import Client
 from miniagent.mock import MockAPI
-from miniagent.trace import Trace, describe
+from miniagent.events import Trace, describe
 
 from agent_fakes import SYNC_ASYNC, ask, make, say, script
 

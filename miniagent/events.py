@@ -1,4 +1,7 @@
-"""A trace: every step the agent took, as plain dicts you can print, save and reload.
+"""A run's events, in order: every step the agent took, as plain dicts you can print, save and reload.
+
+(Notebook 05's `Trace`. Not to be confused with notebook 11's `tracing.py`, whose spans say
+when each step began and ended, and which step it was part of.)
 
 When an agent misbehaves in production, the question is always "what did it see and
 what did it do?". The loop already announces each step through `on_event` (request,
@@ -10,7 +13,7 @@ JSON Lines: one object per line, the format log shippers and `jq` read.
 Events hold only what the loop put in them: messages, tool inputs and outputs, token
 counts. The client keeps its key to itself; a key that reaches an event anyway (a tool
 that prints its configuration) stays in memory as it came, but `to_jsonl` writes it as
-<redacted>, as `tracing.py` does for spans.
+<redacted>, by the rule at the end of this module (`tracing.py` applies it to spans).
 
 A trace is read long after it was written, by code that trusts it: every event it
 holds (recorded or loaded) is one that `summary()`, `table()` and a later `record()`
