@@ -463,7 +463,7 @@ class PostgresStore(_DatabaseStore):
     NOW = "extract(epoch from clock_timestamp())::double precision"
 
     def __init__(self, dsn: str, *, limit: int = 100, connect_timeout: float = 10.0) -> None:
-        from miniagent.memory_pg import _psycopg, create_schema
+        from miniagent.memory.pg import _psycopg, create_schema
 
         super().__init__(limit)
         if not isinstance(dsn, str) or not dsn.strip():
@@ -494,7 +494,7 @@ class PostgresStore(_DatabaseStore):
             self._db.close()
 
     def __repr__(self) -> str:
-        from miniagent.memory_pg import describe
+        from miniagent.memory.pg import describe
         return f"PostgresStore({describe(self._db)!r})"
 
 

@@ -25,8 +25,8 @@ from typing import Any
 
 from miniagent.builtin_tools import calculate, get_weather
 from miniagent.clientcore import input_billed
-from miniagent.context import (Compose, NaiveWindow, Policy, SlidingWindow, StructuredMemory, Summarize,
-                               SummarizeToolResults, TokenBudget, TruncateToolResults)
+from miniagent.context import (Compose, NaiveWindow, Policy, SlidingWindow, Summarize, SummarizeToolResults,
+                               TokenBudget, TruncateToolResults)
 from miniagent.loop import run_loop
 from miniagent.messages import blocks, result_text, user
 from miniagent.tokens import estimate_block, estimate_request
@@ -102,6 +102,16 @@ def questions(turns: int = TURNS) -> list[str]:
 
 
 # --- the policies it is run under ---------------------------------------------------------
+
+
+def StructuredMemory(client: Any, inner: Policy, **options: Any) -> Policy:  # noqa: N802 (a class's name)
+    """Notebook 09's `miniagent.memory.StructuredMemory(client, inner, ...)`, imported when first made.
+
+    This module is notebook 04's, which comes before memory: importing it loads nothing of notebook 09.
+    """
+    from miniagent.memory.structured import StructuredMemory
+
+    return StructuredMemory(client, inner, **options)
 
 
 def policies(client: Any, *, memory: bool = False) -> dict[str, Policy]:

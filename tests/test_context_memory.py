@@ -15,8 +15,8 @@ from hypothesis import strategies as st
 
 import miniagent
 from conversation_strategies import EXAMPLES, accepted, conversations
-from miniagent.context import (FORGET, MEMORY_HEADER, Compose, SlidingWindow, StructuredMemory, Summarize, TokenBudget,
-                               TruncateToolResults, fact_key, facts_prompt, parse_facts)
+from miniagent.context import Compose, SlidingWindow, Summarize, TokenBudget, TruncateToolResults
+from miniagent.memory.structured import FORGET, MEMORY_HEADER, StructuredMemory, fact_key, facts_prompt, parse_facts
 from miniagent.messages import assistant, conversation_error, text_block, text_of, user
 from miniagent.tokens import estimate_text
 

@@ -1,4 +1,4 @@
-"""The memory and retrieval behaviours again, on PostgreSQL (miniagent.memory_pg, miniagent.retrieval_pg).
+"""The memory and retrieval behaviours again, on PostgreSQL (miniagent.memory.pg, miniagent.retrieval.pg).
 
 Marked `postgres`: `make test-postgres` starts a throwaway server (scripts/with_postgres.sh),
 exports MINIAGENT_PG_DSN and runs these; `make test` leaves them out. Without the variable
@@ -82,7 +82,7 @@ def backend(request, tmp_path):
         path = tmp_path / "memory.db"
         yield lambda search="words": Memory(path, search={"words": "fts5", "like": "like"}[search])
         return
-    from miniagent.memory_pg import PostgresMemory
+    from miniagent.memory.pg import PostgresMemory
     dsn = request.getfixturevalue("pg")
     yield lambda search="words": PostgresMemory(dsn, search={"words": "fts", "like": "like"}[search])
 
@@ -202,7 +202,7 @@ def test_english_substrings_are_found_whatever_the_case(backend):
 
 def test_postgres_simple_config_sees_a_chinese_sentence_as_one_word(pg):
     """Why the substring pieces are needed: PostgreSQL's parser cuts only at spaces and punctuation."""
-    from miniagent.memory_pg import PostgresMemory
+    from miniagent.memory.pg import PostgresMemory
     with PostgresMemory(pg) as memory:
         assert memory.lexemes("我住在北京市, my dog") == ["dog", "my", "我住在北京市"]
         memory.remember("我住在北京市")
@@ -243,7 +243,7 @@ def test_nothing_else_changes_after_hostile_queries(backend):
 
 @pytest.fixture(scope="module")
 def shared_pg(server):
-    from miniagent.memory_pg import PostgresMemory
+    from miniagent.memory.pg import PostgresMemory
     name, dsn = new_schema(server)
     memory = PostgresMemory(dsn)
     for fact in FACTS:
@@ -275,7 +275,7 @@ def test_any_text_is_recalled_by_any_substring_of_it(shared_pg, text, data):
 REMEMBER = """
 import sys
 from miniagent.memory import Memory
-from miniagent.memory_pg import PostgresMemory
+from miniagent.memory.pg import PostgresMemory
 backend, where = sys.argv[1], sys.argv[2]
 with (Memory(where) if backend == "sqlite" else PostgresMemory(where)) as m:
     print(m.remember("the user lives in 北京市 and likes green tea", subject="user"))
@@ -291,7 +291,7 @@ def test_a_fact_remembered_in_one_process_is_recalled_by_a_new_process(kind, tmp
     if kind == "sqlite":
         memory = Memory(where)
     else:
-        from miniagent.memory_pg import PostgresMemory
+        from miniagent.memory.pg import PostgresMemory
         memory = PostgresMemory(where)
     with memory:
         found = memory.recall("where does the user live? 北京")
@@ -317,7 +317,7 @@ def test_bad_input_is_refused_with_the_same_message(backend, call_it, message):
 
 
 def test_postgres_options_and_repr_never_show_a_password(pg):
-    from miniagent.memory_pg import PostgresMemory
+    from miniagent.memory.pg import PostgresMemory
     with pytest.raises(ValueError, match="search must be 'fts' or 'like'"):
         PostgresMemory(pg, search="fts5")
     with pytest.raises(ValueError, match="dsn must be a PostgreSQL connection string"):
@@ -347,7 +347,7 @@ def test_memory_tools_work_unchanged(backend):
 
 
 def test_ten_threads_sharing_one_memory_lose_nothing(pg):
-    from miniagent.memory_pg import PostgresMemory
+    from miniagent.memory.pg import PostgresMemory
     with PostgresMemory(pg) as memory:
         ids: list[int] = []
 
@@ -363,7 +363,7 @@ def test_ten_threads_sharing_one_memory_lose_nothing(pg):
 
 def test_ten_threads_each_with_its_own_connection_lose_nothing(pg):
     """Ten connections at once: the server, not a lock in this process, keeps them apart."""
-    from miniagent.memory_pg import PostgresMemory
+    from miniagent.memory.pg import PostgresMemory
 
     def write(k: int) -> None:
         with PostgresMemory(pg) as memory:  # ten processes racing to create the schema, in effect
@@ -377,7 +377,7 @@ def test_ten_threads_each_with_its_own_connection_lose_nothing(pg):
 
 WRITER = """
 import pathlib, sys, time
-from miniagent.memory_pg import PostgresMemory
+from miniagent.memory.pg import PostgresMemory
 dsn, name, go = sys.argv[1], sys.argv[2], pathlib.Path(sys.argv[3])
 with PostgresMemory(dsn) as memory:
     while not go.exists():
@@ -388,7 +388,7 @@ with PostgresMemory(dsn) as memory:
 
 
 def test_two_processes_writing_at_once_lose_nothing(pg, tmp_path):
-    from miniagent.memory_pg import PostgresMemory
+    from miniagent.memory.pg import PostgresMemory
     go = tmp_path / "go"
     procs = [subprocess.Popen([sys.executable, "-c", WRITER, pg, name, str(go)], stderr=subprocess.PIPE, text=True)
              for name in ("a", "b")]
@@ -407,7 +407,7 @@ def test_two_processes_writing_at_once_lose_nothing(pg, tmp_path):
 
 @pytest.fixture
 def index(pg):
-    from miniagent.retrieval_pg import PostgresIndex
+    from miniagent.retrieval.pg import PostgresIndex
     idx = PostgresIndex(pg, embed=bag_embed)
     for doc in DOCS:
         idx.add(retrieval.split(doc, size=200, overlap=40))
@@ -442,14 +442,14 @@ def test_hostile_queries_are_searched_as_text(index, query):
 
 
 def test_postgres_index_refuses_a_table_name_that_is_not_a_plain_name(pg):
-    from miniagent.retrieval_pg import PostgresIndex
+    from miniagent.retrieval.pg import PostgresIndex
     with pytest.raises(ValueError, match="table must be a lower-case name"):
         PostgresIndex(pg, table='chunks"; DROP TABLE x; --')
 
 
 @pytest.mark.parametrize("language", ["en", "zh"])
 def test_hybrid_is_at_least_the_best_single_method_on_postgres(pg, language):
-    from miniagent.retrieval_pg import build
+    from miniagent.retrieval.pg import build
     index = build(pg, retrieval.DATA / language, retrieval.local_embedder())
     report = retrieval.evaluate(index, retrieval.questions(language), 3)
     scores = {m: report[m]["recall"] for m in retrieval.METHODS}
@@ -463,9 +463,9 @@ def test_hybrid_is_at_least_the_best_single_method_on_postgres(pg, language):
 
 
 def test_a_new_process_searches_the_index_another_built(pg):
-    from miniagent.retrieval_pg import build
+    from miniagent.retrieval.pg import build
     build(pg, retrieval.DATA / "en", retrieval.local_embedder()).close()
-    code = ("import sys\nfrom miniagent import retrieval\nfrom miniagent.retrieval_pg import PostgresIndex\n"
+    code = ("import sys\nfrom miniagent import retrieval\nfrom miniagent.retrieval.pg import PostgresIndex\n"
             "index = PostgresIndex(sys.argv[1], retrieval.local_embedder())\n"
             "print(index.search('HR-7', 1, 'hybrid')[0].source)")
     proc = subprocess.run([sys.executable, "-c", code, pg], capture_output=True, text=True, timeout=60)

@@ -28,7 +28,9 @@ within a process one lock serialises the use of the one connection. Nothing is l
 
 `memory_tools(memory)` makes remember / recall / forget tools an `Agent` can call.
 The storage sits behind the five methods of `Store`; a PostgreSQL backend for many
-machines (a later notebook) implements the same five, and the tools work with either.
+machines (`pg.py` in this folder) implements the same five, and the tools work with either.
+`StructuredMemory` (`structured.py`) is memory within one conversation: a context policy
+that keeps the facts a tight window would drop.
 """
 
 from __future__ import annotations
@@ -42,7 +44,8 @@ import threading
 from dataclasses import dataclass
 from typing import Iterable, Literal, Protocol
 
-from .tools import Tool, tool
+from miniagent.memory.structured import StructuredMemory  # noqa: F401 (exported here)
+from miniagent.tools import Tool, tool
 
 # --- bounds ------------------------------------------------------------------------
 

@@ -48,7 +48,7 @@ from __future__ import annotations
 import threading
 from typing import Any, Iterable, Literal
 
-from .memory import (
+from miniagent.memory import (
     MAX_QUERY_CHARS,
     TRIGRAM_MIN_CHARS,
     Record,
@@ -203,7 +203,7 @@ class PostgresMemory:
         return f"PostgresMemory({describe(self._db)!r}, search={self.search!r})"
 
 
-# --- shared with retrieval_pg ------------------------------------------------------------------------
+# --- shared with retrieval/pg.py ---------------------------------------------------------------------
 
 
 def create_schema(db: Any, statements: Iterable[str]) -> None:

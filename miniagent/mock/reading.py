@@ -959,7 +959,7 @@ _NAME = r"([A-Z][\w'-]*|[\u4e00-\u9fff]{1,4}(?![\u4e00-\u9fff]))"
 _ZH_NAME = r"(?!什么|谁)([\u4e00-\u9fffA-Za-z]{1,8}?)(?=[，。！？,.!?\s；;]|$)"
 _ZH_THING = r"(?!什么)([^，。！？,.!?\n；;]{1,20})"
 # A noted fact: a bulleted `key: value` line, as a list of facts in the user's message writes it
-# ("- name: Ada"; miniagent.context.StructuredMemory's block). The value runs to the end of the line.
+# ("- name: Ada"; miniagent.memory.StructuredMemory's block). The value runs to the end of the line.
 _NOTED = r"(?m)^[ \t]*[-*•][ \t]*{key}[ \t]*[:：][ \t]*"
 _NOTED_NAME = _NOTED.format(key=r"(?i:name|user'?s[ _]name|user_name)") + \
     r"([A-Z][\w'-]*(?: [A-Z][\w'-]*){0,3}|[\u4e00-\u9fff]{1,4})[ \t]*$"
@@ -1017,7 +1017,7 @@ def asked_facts(question: str) -> list[str]:
     return [fact for _, fact in sorted(found)]
 
 
-# A request for a list of facts as `key: value` lines (miniagent.context.StructuredMemory's prompt).
+# A request for a list of facts as `key: value` lines (miniagent.memory.StructuredMemory's prompt).
 LIST_FACTS = re.compile(r"\bfacts?\b[^\n]{0,120}?\bkey\s*:\s*value\b|事实[^\n]{0,60}?键\s*[:：]\s*值", re.I)
 FACT_KEYS = {"name": "name", "likes": "preference"}  # the key each fact is listed under
 

@@ -159,12 +159,12 @@ print(answer.text[:300])
 # Notebook 04's session states the user's name in turn 2 and a preference in turn 31,
 # then asks for both in turn 60. A tight window (with long tool output truncated) costs
 # a few percent of the unmanaged tokens but forgets both; notebook 04's summary
-# remembers them at about three times that cost. `StructuredMemory` (in `miniagent/context.py`) keeps the
-# facts apart: before the window drops messages it has not read, one small call asks
-# the model for the facts they state as `key: value` lines, and the block of facts is
-# added to the first message of every request. Three sessions (live, four turns each
-# rather than sixty, as notebook 04 shortens its own: a local model is slow, a hosted one
-# bills every token):
+# remembers them at about three times that cost. `StructuredMemory` (in
+# `miniagent/memory/structured.py`) keeps the facts apart: before the window drops
+# messages it has not read, one small call asks the model for the facts they state as
+# `key: value` lines, and the block of facts is added to the first message of every
+# request. Three sessions (live, four turns each rather than sixty, as notebook 04
+# shortens its own: a local model is slow, a hosted one bills every token):
 
 # %%
 TURNS = workload.TURNS if llm.mode == "offline" else 4
@@ -344,8 +344,8 @@ for language in ("en", "zh"):
 # the same machine. When many agent processes on many machines must share one memory
 # (notebook 07's "several workers behind a load balancer"), the same table moves to a
 # database server: PostgreSQL has full-text search built in (`tsvector`, `ts_rank`) and
-# vectors through the pgvector extension. `miniagent/memory_pg.py` (`PostgresMemory`) and
-# `miniagent/retrieval_pg.py` (`PostgresIndex`) keep the interfaces above, so
+# vectors through the pgvector extension. `miniagent/memory/pg.py` (`PostgresMemory`) and
+# `miniagent/retrieval/pg.py` (`PostgresIndex`) keep the interfaces above, so
 # `memory_tools`, `search_tool` and the evaluation work unchanged; only the store
 # changes. `make test-postgres` starts a throwaway PostgreSQL and runs the same tests on
 # both backends, a fact written by one process and read by another included. The one
