@@ -234,7 +234,7 @@ import miniagent.client
 import miniagent.clientcore
 
 for module in (miniagent.client, miniagent.clientcore):
-    print(f"{module.__name__.replace('.', '/')}.py: {len(inspect.getsource(module).splitlines())} lines")
+    print(f"{module.__name__.replace('.', '/')}.py: about {round(len(inspect.getsource(module).splitlines()), -2)} lines")
 response = llm.create(body["messages"], max_tokens=300)
 print(miniagent.text_of(response))
 

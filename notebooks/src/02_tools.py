@@ -291,7 +291,7 @@ import miniagent.builtin_tools
 import miniagent.tools
 
 for module in (miniagent.tools, miniagent.builtin_tools):
-    print(f"{module.__name__.replace('.', '/')}.py: {len(inspect.getsource(module).splitlines())} lines")
+    print(f"{module.__name__.replace('.', '/')}.py: about {round(len(inspect.getsource(module).splitlines()), -2)} lines")
 print(miniagent.default_tools())
 print(tools.run(tool_use) == {**tool_result, "content": real_weather("Paris")})
 

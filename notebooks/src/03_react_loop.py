@@ -244,7 +244,7 @@ from datetime import datetime, timezone
 import miniagent.builtin_tools
 import miniagent.loop
 
-print(f"miniagent/loop.py: {len(inspect.getsource(miniagent.loop).splitlines())} lines")
+print(f"miniagent/loop.py: about {round(len(inspect.getsource(miniagent.loop).splitlines()), -2)} lines")
 miniagent.builtin_tools.now = lambda: datetime(2026, 5, 9, 6, 23, 11, tzinfo=timezone.utc)
 inline_answer, inline_messages = react(question, tools, verbose=False)
 result = miniagent.run_loop(llm, [{"role": "user", "content": question}], tools=tools)

@@ -367,8 +367,8 @@ print(f"\nthis notebook so far: {llm.usage.calls:,} model calls, {llm.usage.inpu
 # %%
 import miniagent.context
 
-print(f"miniagent/context.py: {len(inspect.getsource(miniagent.context).splitlines())} lines, "
-      f"miniagent/workload.py (this session): {len(inspect.getsource(workload).splitlines())} lines")
+print(f"miniagent/context.py: about {round(len(inspect.getsource(miniagent.context).splitlines()), -2)} lines, "
+      f"miniagent/workload.py (this session): about {round(len(inspect.getsource(workload).splitlines()), -2)}")
 same_naive = all(NaiveWindow(max_turns=10).view(s) == trim_messages(s, 10) for s in sent)
 same_sliding = all(SlidingWindow(max_messages=20).view(s) == sliding_window(s, 20) for s in sent)
 print(f"on all {len(sent)} requests: naive windows agree: {same_naive}, sliding windows agree: {same_sliding}")

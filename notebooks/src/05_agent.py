@@ -103,7 +103,7 @@ import inspect
 
 import miniagent.agent
 
-print(f"miniagent/agent.py: {len(inspect.getsource(miniagent.agent).splitlines())} lines")
+print(f"miniagent/agent.py: about {round(len(inspect.getsource(miniagent.agent).splitlines()), -2)} lines")
 agent = miniagent.Agent(llm, verbose=True)
 result = agent.run(DEMO)
 

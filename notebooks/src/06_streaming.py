@@ -238,7 +238,7 @@ import inspect
 
 import miniagent.streaming
 
-print(f"miniagent/streaming.py: {len(inspect.getsource(miniagent.streaming).splitlines())} lines")
+print(f"miniagent/streaming.py: about {round(len(inspect.getsource(miniagent.streaming).splitlines()), -2)} lines")
 streamed = llm.create([{"role": "user", "content": DEMO}], tools=tools.schemas(), stream=True)
 plain = llm.create([{"role": "user", "content": DEMO}], tools=tools.schemas())
 

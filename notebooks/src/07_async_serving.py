@@ -197,18 +197,19 @@ print(await adrive(rules("What time is it?"), ado))
 # The package's loop has this shape. `Loop.steps()` in `miniagent/loop.py` yields four
 # kinds of need (`ModelCall`, `ToolCalls`, and a context policy's `PolicyView` and
 # `PolicyResults`); an API error is thrown back in at the `yield`, where the rules
-# handle it. `run_loop` and `arun_loop` are the two drivers (the mock answers both
-# alike; a live model samples, so its two runs may differ):
+# handle it. `run_loop` and `arun_loop` (in `miniagent/aloop.py`, this notebook's
+# module) are the two drivers (the mock answers both alike; a live model samples, so
+# its two runs may differ):
 
 # %%
 import inspect
 
-from miniagent import loop
+from miniagent import aloop, loop
 
-for part in (loop.Loop.steps, loop.run_loop, loop.arun_loop):
-    print(f"{part.__qualname__:12} {len(inspect.getsource(part).splitlines()):3} lines")
+for part in (loop.Loop.steps, loop.run_loop, aloop.arun_loop):
+    print(f"{part.__qualname__:12} about {round(len(inspect.getsource(part).splitlines()), -1):3} lines")
 sync_run = loop.run_loop(miniagent.connect(quiet=True, max_tokens=llm.max_tokens), [miniagent.user(DEMO)], tools=tools)
-async_run = await loop.arun_loop(llm, [miniagent.user(DEMO)], tools=tools)
+async_run = await aloop.arun_loop(llm, [miniagent.user(DEMO)], tools=tools)
 print("the same run:", [m["role"] for m in sync_run.messages] == [m["role"] for m in async_run.messages],
       "|", sync_run.stop, async_run.stop)
 

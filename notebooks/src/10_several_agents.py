@@ -161,7 +161,7 @@ boss = team.orchestrator(llm, [weather, math])
 result = boss.run(QUESTION)
 print(result.text)
 print("\nsame answer as the inline version:", result.text == parent.text)  # live, a model words it anew each time
-print(f"miniagent/team.py: {len(inspect.getsource(team).splitlines())} lines")
+print(f"miniagent/team.py: about {round(len(inspect.getsource(team).splitlines()), -2)} lines")
 
 # %% [markdown]
 # Specialists asked in the same round run at the same time, because the loop runs one

@@ -179,7 +179,7 @@ print("\n".join(line.strip() for line in source.splitlines() if "context" in lin
 # %%
 from miniagent import tracing
 
-print(f"miniagent/tracing.py: {len(inspect.getsource(tracing).splitlines())} lines")
+print(f"miniagent/tracing.py: about {round(len(inspect.getsource(tracing).splitlines()), -2)} lines")
 tracer = Tracer()
 Agent(llm, default_tools(), tracer=tracer).run("What is the weather in Paris and Tokyo?")
 show([s.to_dict() for s in tracer.spans])
