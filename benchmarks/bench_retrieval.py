@@ -1,6 +1,6 @@
 """Retrieval on the shipped handbook: recall@3 and time per query of keyword, vector and hybrid search.
 
-The documents and questions are `miniagent/data/docs/{en,zh}` (14 files and 23 questions
+The documents and questions are `miniagent/retrieval/data/docs/{en,zh}` (14 files and 23 questions
 per language, each question with the file(s) that answer it). Some questions use the
 handbook's exact names and codes (HR-7, SEC, Ines Varga), where keywords win; others
 paraphrase it ("vacation days" for "annual leave", "retirement savings" for "pension"),

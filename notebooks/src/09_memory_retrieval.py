@@ -261,9 +261,9 @@ for agent, question in ((handbook, "How many days of annual leave do I get each 
 # take" for "annual leave"). A vector index compares meanings: each chunk and the
 # question become vectors, and the nearest chunks win. Here the vectors come from
 # WordLlama, a small static embedding whose weights ship inside its PyPI package (nothing
-# is downloaded; `miniagent/retrieval.py` says which and why). *Hybrid* search asks both
-# and merges the two rankings with reciprocal rank fusion (RRF): each chunk scores
-# 1/(60 + its rank) in each list, summed, so a chunk ranked well by both rises.
+# is downloaded; `miniagent/retrieval/__init__.py` says which and why). *Hybrid* search
+# asks both and merges the two rankings with reciprocal rank fusion (RRF): each chunk
+# scores 1/(60 + its rank) in each list, summed, so a chunk ranked well by both rises.
 #
 # On the shipped question sets, recall@3 is the share of questions whose source file is
 # among the three passages returned (a question with two source files counts half for each

@@ -31,9 +31,9 @@ import re
 import threading
 from typing import Any, Iterable
 
-from . import retrieval
+from miniagent import retrieval
 from miniagent.memory.pg import _psycopg, create_schema, describe
-from .retrieval import Chunk, Embedder, _blobs, _indexed_text, nearest, normalised_matrix, terms, unique_terms
+from miniagent.retrieval import Chunk, Embedder, _blobs, _indexed_text, nearest, normalised_matrix, terms, unique_terms
 
 _TABLE = re.compile(r"[a-z_][a-z0-9_]{0,40}")
 

@@ -67,7 +67,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any, Callable, Iterable, Sequence
 
-from .tools import Tool
+from miniagent.tools import Tool
 
 DATA = Path(__file__).parent / "data" / "docs"   # the shipped handbook: en/ and zh/, each with questions.json
 SUFFIXES = (".md", ".markdown", ".txt")
@@ -503,7 +503,7 @@ def api_embedder(model: str = "text-embedding-3-small", dimensions: int | None =
     if offline is None:
         offline = os.environ.get("MINIAGENT_OFFLINE") == "1" or not key
     if offline:
-        from .mock import MockAPI
+        from miniagent.mock import MockAPI
         http = httpx.Client(transport=MockAPI().transport(), base_url="http://mock.invalid/v1", timeout=timeout)
         key = "offline"
     else:
