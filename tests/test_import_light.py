@@ -33,12 +33,12 @@ def test_the_probe_can_see_a_heavy_import():
 
 
 def test_import_miniagent_loads_no_optional_module_of_its_own():
-    assert loaded_after("import miniagent", ["miniagent.evals", "miniagent.otel", "miniagent.mcp_sdk"]) == {
-        "miniagent.evals": False, "miniagent.otel": False, "miniagent.mcp_sdk": False}
+    assert loaded_after("import miniagent", ["miniagent.evals", "miniagent.otel", "miniagent.mcp.sdk"]) == {
+        "miniagent.evals": False, "miniagent.otel": False, "miniagent.mcp.sdk": False}
 
 
 def test_the_optional_modules_load_their_sdk_or_plotting_only_when_used():
-    """Importing evals (its chart), otel (the OpenTelemetry SDK) or mcp_sdk (the MCP SDK) loads none of them."""
-    code = "import miniagent.evals, miniagent.prices, miniagent.otel, miniagent.mcp, miniagent.mcp_server, miniagent.mcp_sdk"
+    """Importing evals (its chart), otel (the OpenTelemetry SDK) or mcp.sdk (the MCP SDK) loads none of them."""
+    code = "import miniagent.evals, miniagent.prices, miniagent.otel, miniagent.mcp, miniagent.mcp.server, miniagent.mcp.sdk"
     assert loaded_after(code) == {m: False for m in HEAVY}
 

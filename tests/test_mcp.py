@@ -1,4 +1,4 @@
-"""Our MCP client (miniagent/mcp.py) against the stdio servers of tests/mcp_servers.py."""
+"""Our MCP client (miniagent/mcp/__init__.py) against the stdio servers of tests/mcp_servers.py."""
 
 from __future__ import annotations
 
@@ -42,8 +42,8 @@ def run_call(registry: ToolRegistry, name: str, arguments: dict) -> dict:
 
 
 def ours(*args: str, **options) -> MCPClient:
-    """miniagent's own MCP server (miniagent/mcp_server.py), which speaks both eras."""
-    return MCPClient.start([sys.executable, "-m", "miniagent.mcp_server", *args], **options)
+    """miniagent's own MCP server (miniagent/mcp/server.py), which speaks both eras."""
+    return MCPClient.start([sys.executable, "-m", "miniagent.mcp.server", *args], **options)
 
 
 def test_modern_server_discover_then_every_request_carries_its_version():
@@ -96,7 +96,7 @@ def test_a_modern_server_too_slow_for_the_probe_is_asked_again_when_it_refuses_t
 
 
 def test_our_server_answers_the_legacy_handshake_too():
-    with MCPClient([sys.executable, "-m", "miniagent.mcp_server"]) as client:
+    with MCPClient([sys.executable, "-m", "miniagent.mcp.server"]) as client:
         client.initialize()  # what a legacy-only client does
         assert (client.era, client.protocol_version) == ("legacy", "2025-11-25")
         assert client.server_info["serverInfo"] == {"name": "miniagent", "version": "0.1.0"}

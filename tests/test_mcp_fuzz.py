@@ -111,7 +111,7 @@ def read_lines(stream, into: queue.Queue) -> None:
 
 def test_our_server_answers_or_ignores_every_line_and_never_exits():
     rng = random.Random(SEED)
-    proc = subprocess.Popen([sys.executable, "-m", "miniagent.mcp_server"], stdin=subprocess.PIPE,
+    proc = subprocess.Popen([sys.executable, "-m", "miniagent.mcp.server"], stdin=subprocess.PIPE,
                             stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
     answers: queue.Queue = queue.Queue()
     threading.Thread(target=read_lines, args=(proc.stdout, answers), daemon=True).start()

@@ -1,4 +1,4 @@
-"""miniagent/mcp_sdk.py (our tools served with the official MCP SDK), checked with the SDK's own client.
+"""miniagent/mcp/sdk.py (our tools served with the official MCP SDK), checked with the SDK's own client.
 
 Each test starts a real child process over stdio. The SDK's client negotiates the era itself:
 it probes `server/discover` (2026-07-28) and falls back to `initialize` (2025-11-25) when the
@@ -24,7 +24,8 @@ pytestmark = pytest.mark.sdk
 
 from mcp import Client, StdioServerParameters  # noqa: E402
 
-from miniagent import builtin_tools, mcp_sdk  # noqa: E402
+from miniagent import builtin_tools  # noqa: E402
+from miniagent.mcp import sdk as mcp_sdk  # noqa: E402
 from miniagent.tools import ToolRegistry  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -40,7 +41,7 @@ def params(*args: str) -> StdioServerParameters:
 
 
 def ours(*args: str) -> StdioServerParameters:
-    return params("-m", "miniagent.mcp_sdk", *args)
+    return params("-m", "miniagent.mcp.sdk", *args)
 
 
 @asynccontextmanager
@@ -246,8 +247,8 @@ def test_without_the_sdk_main_says_pip_install_mcp(monkeypatch, capsys):
 CALLS = [("get_weather", {"city": "北京"}), ("calculate", {"expression": "(1024 + 768) * 2"}),
          ("get_current_time", {"timezone": "Europe/London"}), ("calculate", {"expression": "2 ** 99999"}),
          ("get_weather", {"city": 5})]
-SERVERS = {"our server": ["-m", "miniagent.mcp_server", "--clock", CLOCK],
-           "SDK server": ["-m", "miniagent.mcp_sdk", "--clock", CLOCK],
+SERVERS = {"our server": ["-m", "miniagent.mcp.server", "--clock", CLOCK],
+           "SDK server": ["-m", "miniagent.mcp.sdk", "--clock", CLOCK],
            "legacy test server": [LEGACY_SERVER, "weather"]}
 
 

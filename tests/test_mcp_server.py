@@ -1,4 +1,4 @@
-"""miniagent's own MCP server (miniagent/mcp_server.py): the protocol in-process, then over a pipe."""
+"""miniagent's own MCP server (miniagent/mcp/server.py): the protocol in-process, then over a pipe."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from miniagent import builtin_tools
-from miniagent.mcp_server import Server, serve
+from miniagent.mcp.server import Server, serve
 from miniagent.tools import tool
 
 META = {"_meta": {"io.modelcontextprotocol/protocolVersion": "2026-07-28",
@@ -96,7 +96,7 @@ def test_the_pipe_survives_garbage_and_answers_in_order_of_lines():
 
 SCRIPT = textwrap.dedent('''
     import threading, time
-    from miniagent.mcp_server import run
+    from miniagent.mcp.server import run
     from miniagent.tools import tool
     release = threading.Event()
 

@@ -53,11 +53,11 @@ def show(message, width=116):
 #
 # The simplest MCP transport is **stdio**: the client starts the server as a child process,
 # writes one JSON message per line to its stdin, and reads one per line from its stdout.
-# `python -m miniagent.mcp_server` offers this course's three built-in tools that way.
+# `python -m miniagent.mcp.server` offers this course's three built-in tools that way.
 # Start it with `subprocess` and talk to it by hand:
 
 # %%
-server = subprocess.Popen([PY, "-m", "miniagent.mcp_server", *CLOCK],
+server = subprocess.Popen([PY, "-m", "miniagent.mcp.server", *CLOCK],
                           stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, encoding="utf-8")
 
 
@@ -153,7 +153,7 @@ print("exit code:", server.wait(5))
 
 # %%
 wire = []
-with MCPClient.start([PY, "-m", "miniagent.mcp_server", "--legacy-only"], wire=wire) as legacy:
+with MCPClient.start([PY, "-m", "miniagent.mcp.server", "--legacy-only"], wire=wire) as legacy:
     legacy.list_tools()
     print(f"era: {legacy.era}, version: {legacy.protocol_version}\n")
 for direction, message in wire:
@@ -165,7 +165,7 @@ for direction, message in wire:
 
 # %%
 wire = []
-with MCPClient.start([PY, "-m", "miniagent.mcp_server", *CLOCK], wire=wire) as modern:
+with MCPClient.start([PY, "-m", "miniagent.mcp.server", *CLOCK], wire=wire) as modern:
     modern.call_tool("get_weather", {"city": "北京"})
     print(f"era: {modern.era}, version: {modern.protocol_version}\n")
 for direction, message in wire:
@@ -177,7 +177,7 @@ for direction, message in wire:
 # its `id`, so several tool calls can share one pipe at once; the loop of notebook 03
 # runs a round's calls in parallel, and they come back in any order.
 #
-# `miniagent/mcp.py` is the whole client (about 750 lines with its comments). Its
+# `miniagent/mcp/__init__.py` is the whole client (about 750 lines with its comments). Its
 # `connect` is the probe you just saw:
 
 # %%
@@ -192,7 +192,7 @@ print(inspect.getsource(MCPClient.connect))
 # the same tools lived in this process:
 
 # %%
-with MCPClient.start([PY, "-m", "miniagent.mcp_server", *CLOCK]) as client:
+with MCPClient.start([PY, "-m", "miniagent.mcp.server", *CLOCK]) as client:
     remote = ToolRegistry(mcp.tools(client))
     print("same schemas as the local tools:", remote.schemas() == default_tools().schemas())
     print(remote.run({"type": "tool_use", "id": "toolu_1", "name": "get_weather", "input": {"city": "上海"}}))
@@ -209,8 +209,8 @@ with MCPClient.start([PY, "-m", "miniagent.mcp_server", *CLOCK]) as client:
 # %%
 with ExitStack() as servers:
     weather = servers.enter_context(MCPClient.start(
-        [PY, "-m", "miniagent.mcp_server", "--tools", "get_weather,get_current_time", *CLOCK], wire=[]))
-    math = servers.enter_context(MCPClient.start([PY, "-m", "miniagent.mcp_server", "--tools", "calculate"], wire=[]))
+        [PY, "-m", "miniagent.mcp.server", "--tools", "get_weather,get_current_time", *CLOCK], wire=[]))
+    math = servers.enter_context(MCPClient.start([PY, "-m", "miniagent.mcp.server", "--tools", "calculate"], wire=[]))
     agent = Agent(llm, mcp.tools(weather) + mcp.tools(math))
     result = agent.run(DEMO)
 
@@ -227,17 +227,17 @@ for name, client in [("weather", weather), ("math", math)]:
 # ## Your own tools, as a server
 #
 # The other direction: tools you wrote, offered to any MCP host (Claude Desktop, an IDE,
-# another team's agent). `miniagent.mcp_server.run` reads requests from stdin and answers
+# another team's agent). `miniagent.mcp.server.run` reads requests from stdin and answers
 # them with the same `ToolRegistry` the loop uses, so bad arguments and failing tools give
 # the errors you know from notebook 02. A whole server:
 
 # %%
-import miniagent.mcp_servers.word_tools as word_tools
+import miniagent.mcp.servers.word_tools as word_tools
 
 print(inspect.getsource(word_tools))
 
 # %%
-with MCPClient.start([PY, "-m", "miniagent.mcp_servers.word_tools"]) as words:
+with MCPClient.start([PY, "-m", "miniagent.mcp.servers.word_tools"]) as words:
     print(words.server_info["_meta"])
     print(words.call_tool("reverse_words", {"text": "tools from anywhere"})["content"])
     print(words.call_tool("count_words", {"txt": "a typo in the argument name"})["content"][0]["text"])
@@ -248,7 +248,7 @@ with MCPClient.start([PY, "-m", "miniagent.mcp_servers.word_tools"]) as words:
 # (`command` is the Python where miniagent is installed: `sys.executable` in this kernel):
 #
 # ```json
-# {"mcpServers": {"words": {"command": "python", "args": ["-m", "miniagent.mcp_servers.word_tools"]}}}
+# {"mcpServers": {"words": {"command": "python", "args": ["-m", "miniagent.mcp.servers.word_tools"]}}}
 # ```
 #
 # ## The official SDK agrees
@@ -256,11 +256,11 @@ with MCPClient.start([PY, "-m", "miniagent.mcp_servers.word_tools"]) as words:
 # The official Python SDK (the `mcp` package, part of the course install) implements both
 # sides too. It is the reference our code must agree with, checked both ways: the SDK's
 # client talking to our server, and our client talking to a server built with the SDK.
-# That server is `miniagent/mcp_sdk.py`, the same three tools around the SDK's low-level
+# That server is `miniagent/mcp/sdk.py`, the same three tools around the SDK's low-level
 # `Server`; its core:
 
 # %%
-from miniagent import mcp_sdk
+from miniagent.mcp import sdk as mcp_sdk
 
 print(inspect.getsource(mcp_sdk.build_server))
 
@@ -290,7 +290,7 @@ def with_our_client(args):
 
 # %%
 seen = {}
-for server_name, args in [("our server", ["-m", "miniagent.mcp_server"]), ("SDK server", ["-m", "miniagent.mcp_sdk"])]:
+for server_name, args in [("our server", ["-m", "miniagent.mcp.server"]), ("SDK server", ["-m", "miniagent.mcp.sdk"])]:
     seen["our client", server_name] = with_our_client(args)
     seen["SDK client", server_name] = await with_the_sdk_client(args)
 for (client_name, server_name), (version, listed, answer) in seen.items():
@@ -313,14 +313,14 @@ print("\nthe same tools and answers in all four:", len({json.dumps(v, sort_keys=
 #
 # A server is a separate program, and it can fail in ways a function cannot: exit in the
 # middle of a call, never answer, or write something that is not JSON-RPC to stdout (a
-# stray `print`, a traceback). `miniagent.mcp_servers.broken` does each on purpose. Each
+# stray `print`, a traceback). `miniagent.mcp.servers.broken` does each on purpose. Each
 # failure must end *that call* with an error the model can read, within the client's
 # `timeout`, and leave no process behind:
 
 # %%
 for mode in ["crash", "hang", "garbage"]:
     started = time.perf_counter()
-    client = MCPClient.start([PY, "-m", "miniagent.mcp_servers.broken", mode], timeout=0.3, shutdown_grace=0.2)
+    client = MCPClient.start([PY, "-m", "miniagent.mcp.servers.broken", mode], timeout=0.3, shutdown_grace=0.2)
     try:
         answer = ToolRegistry(mcp.tools(client)).run(
             {"type": "tool_use", "id": "toolu_1", "name": "calculate", "input": {"expression": "1 + 1"}})
@@ -343,7 +343,7 @@ for mode in ["crash", "hang", "garbage"]:
 # tool list and nothing after it, and the call sends a 400 KB expression:
 
 # %%
-with MCPClient.start([PY, "-m", "miniagent.mcp_servers.broken", "deaf"], timeout=0.3) as deaf:
+with MCPClient.start([PY, "-m", "miniagent.mcp.servers.broken", "deaf"], timeout=0.3) as deaf:
     registry = ToolRegistry(mcp.tools(deaf))
     started = time.perf_counter()
     answer = registry.run(
@@ -371,7 +371,7 @@ print(f"close took {time.perf_counter() - closing:.1f} s; exit code {deaf.proc.r
 
 # %%
 os.environ["DEMO_API_KEY"] = "sk-demo-never-leaves-this-process"
-with MCPClient.start([PY, "-m", "miniagent.mcp_servers.snoop"], env={"UNIT_TOKEN": "given on purpose"}) as snoop:
+with MCPClient.start([PY, "-m", "miniagent.mcp.servers.snoop"], env={"UNIT_TOKEN": "given on purpose"}) as snoop:
     seen = snoop.call_tool("look_around")["content"][0]["text"].split()
 print("our DEMO_API_KEY reached the server:", "DEMO_API_KEY" in seen)
 print("UNIT_TOKEN reached the server:", "UNIT_TOKEN" in seen)
@@ -386,7 +386,7 @@ del os.environ["DEMO_API_KEY"]
 # schema:
 
 # %%
-UNITS = [PY, "-m", "miniagent.mcp_servers.unit_converter"]
+UNITS = [PY, "-m", "miniagent.mcp.servers.unit_converter"]
 with MCPClient.start([*UNITS, "--version", "1.0"]) as units:
     reviewed = units.list_tools()
 print(reviewed[0]["description"])
@@ -417,7 +417,7 @@ def read_file(path: str) -> str:
 
 
 with ExitStack() as servers:
-    ours = servers.enter_context(MCPClient.start([PY, "-m", "miniagent.mcp_server", *CLOCK]))
+    ours = servers.enter_context(MCPClient.start([PY, "-m", "miniagent.mcp.server", *CLOCK]))
     units = servers.enter_context(MCPClient.start([*UNITS, "--version", "1.1"]))
     agent = Agent(llm, [read_file] + mcp.tools(ours) + mcp.tools(units))
     result = agent.run(DEMO)
@@ -465,7 +465,7 @@ def project_files_only(call):
 
 
 with ExitStack() as servers:
-    ours = servers.enter_context(MCPClient.start([PY, "-m", "miniagent.mcp_server", *CLOCK]))
+    ours = servers.enter_context(MCPClient.start([PY, "-m", "miniagent.mcp.server", *CLOCK]))
     units = servers.enter_context(MCPClient.start([*UNITS, "--version", "1.1"]))
     agent = Agent(llm, [guarded_read] + mcp.tools(ours) + mcp.tools(units), approve=project_files_only)
     result = agent.run(DEMO)

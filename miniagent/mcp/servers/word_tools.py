@@ -1,7 +1,7 @@
 """Your own tools as an MCP server: define them as for an agent, then `run` them."""
 
 from miniagent import tool
-from miniagent.mcp_server import run
+from miniagent.mcp.server import run
 
 
 @tool

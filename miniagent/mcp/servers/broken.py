@@ -1,9 +1,9 @@
 """A server that answers the handshake and the tool list, then breaks on tools/call.
 
-    python -m miniagent.mcp_servers.broken crash     exits in the middle of the call
-    python -m miniagent.mcp_servers.broken hang      never answers (and ignores the end of its stdin)
-    python -m miniagent.mcp_servers.broken garbage   writes a line that is not JSON-RPC
-    python -m miniagent.mcp_servers.broken deaf      answers the tool list, then never reads its stdin again
+    python -m miniagent.mcp.servers.broken crash     exits in the middle of the call
+    python -m miniagent.mcp.servers.broken hang      never answers (and ignores the end of its stdin)
+    python -m miniagent.mcp.servers.broken garbage   writes a line that is not JSON-RPC
+    python -m miniagent.mcp.servers.broken deaf      answers the tool list, then never reads its stdin again
 """
 
 import os
@@ -13,7 +13,7 @@ import time
 
 from miniagent.builtin_tools import calculate
 from miniagent.mcp import encode_line
-from miniagent.mcp_server import Server, run
+from miniagent.mcp.server import Server, run
 
 MODE = sys.argv[1] if len(sys.argv) > 1 else "crash"
 

@@ -73,7 +73,7 @@ import time
 import unicodedata
 from typing import Any, Iterable
 
-from .tools import Tool
+from miniagent.tools import Tool
 
 MODERN_VERSIONS = ("2026-07-28",)  # stateless: the version travels in every request's _meta
 LEGACY_VERSIONS = ("2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05")  # the initialize handshake

@@ -1,6 +1,6 @@
 """An MCP server written by us: any `Tool`s, offered over stdio JSON-RPC.
 
-The other side of `miniagent/mcp.py`: it reads one JSON-RPC message a line from stdin
+The other side of `miniagent/mcp/__init__.py`: it reads one JSON-RPC message a line from stdin
 and writes one a line to stdout, nothing else (a tool that prints is sent to stderr, so
 it cannot corrupt the protocol). It speaks both eras of the specification:
 
@@ -21,7 +21,7 @@ is not a string or a number (JSON-RPC 2.0); a notification gets nothing. What it
 is bounded: at most MAX_PENDING_CALLS calls at once (more are answered "busy"), and a
 cancellation is kept only for a call still running.
 
-    python -m miniagent.mcp_server [--tools get_weather,calculate] [--clock 2026-05-09T06:23:11Z]
+    python -m miniagent.mcp.server [--tools get_weather,calculate] [--clock 2026-05-09T06:23:11Z]
 """
 
 from __future__ import annotations
@@ -35,8 +35,8 @@ from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime, timezone
 from typing import IO, Any, Iterable
 
-from .mcp import LEGACY_VERSIONS, MAX_LINE_BYTES, MODERN_VERSIONS, UNSUPPORTED_PROTOCOL_VERSION, encode_line
-from .tools import Tool, ToolRegistry
+from miniagent.mcp import LEGACY_VERSIONS, MAX_LINE_BYTES, MODERN_VERSIONS, UNSUPPORTED_PROTOCOL_VERSION, encode_line
+from miniagent.tools import Tool, ToolRegistry
 
 SERVER_INFO = {"name": "miniagent", "version": "0.1.0"}
 VERSION_KEY = "io.modelcontextprotocol/protocolVersion"
@@ -148,7 +148,7 @@ def run(tools: Iterable[Tool] | Server, *, info: dict | None = None) -> None:
     """Serve tools (or a Server) on this process's stdin and stdout until stdin ends: a server in one line.
 
         # my_server.py, started by a host as `python my_server.py`
-        from miniagent.mcp_server import run
+        from miniagent.mcp.server import run
         run([my_tool, my_other_tool])
     """
     server = tools if isinstance(tools, Server) else Server(tools, info=info)
@@ -226,10 +226,10 @@ def serve(server: Server, stdin: IO[bytes], stdout: IO[bytes], max_workers: int 
                 send(server.handle(message))
 
 
-def parse_args(argv: list[str] | None = None, prog: str = "python -m miniagent.mcp_server",
+def parse_args(argv: list[str] | None = None, prog: str = "python -m miniagent.mcp.server",
                legacy_option: bool = True) -> tuple[list[Tool], bool]:
     """The command line both servers share: which built-in tools, an optional fixed clock, which eras."""
-    from . import builtin_tools
+    from miniagent import builtin_tools
 
     known = {t.name: t for t in builtin_tools.default_tools()}
     parser = argparse.ArgumentParser(prog=prog, description="miniagent's built-in tools as an MCP server on stdio.")

@@ -1,11 +1,11 @@
 """miniagent's built-in tools as an MCP server, built with the official MCP Python SDK.
 
-`miniagent/mcp_server.py` writes the protocol by hand, to show what is on the wire. This
+`miniagent/mcp/server.py` writes the protocol by hand, to show what is on the wire. This
 module does the same job with the SDK (`pip install mcp`, or `pip install 'miniagent[mcp]'`),
 to show what using it looks like, and so that any MCP host (Claude Desktop, an IDE, another
 agent) can call get_weather, get_current_time and calculate:
 
-    python -m miniagent.mcp_sdk [--tools get_weather,calculate] [--clock 2026-05-09T06:23:11Z]
+    python -m miniagent.mcp.sdk [--tools get_weather,calculate] [--clock 2026-05-09T06:23:11Z]
 
 We use the SDK's low-level `Server`, not its decorator API (`MCPServer`, the former FastMCP):
 the decorator API builds a JSON Schema from a function's signature and checks the arguments
@@ -13,7 +13,7 @@ itself, while we already have both. So tools/list sends each `Tool`'s name, desc
 input_schema unchanged, and tools/call goes through `ToolRegistry.run`, the same code the
 agent loop uses: bad arguments and a tool that raises get the same error texts as in an
 agent, sent back as `isError: true` so the calling model can read them. An unknown tool is
-a JSON-RPC error (-32602), as the spec says and as `mcp_server.py` answers it.
+a JSON-RPC error (-32602), as the spec says and as `server.py` answers it.
 
 The SDK answers both eras of the protocol for us: the modern one (2026-07-28, `server/discover`
 and a protocol version in each request's `_meta`) and the legacy `initialize` handshake.
@@ -26,9 +26,9 @@ from __future__ import annotations
 import sys
 from typing import Any, Iterable
 
-from .tools import Tool, ToolRegistry
+from miniagent.tools import Tool, ToolRegistry
 
-INSTALL_HINT = "miniagent.mcp_sdk needs the MCP SDK: pip install mcp (or: pip install 'miniagent[mcp]')"
+INSTALL_HINT = "miniagent.mcp.sdk needs the MCP SDK: pip install mcp (or: pip install 'miniagent[mcp]')"
 
 
 def build_server(tools: Iterable[Tool], name: str = "miniagent") -> Any:
@@ -85,10 +85,10 @@ def _version() -> str:
 
 
 def main(argv: list[str] | None = None) -> None:
-    """The same command line as `python -m miniagent.mcp_server` (without --legacy-only: the SDK speaks both eras)."""
-    from .mcp_server import parse_args
+    """The same command line as `python -m miniagent.mcp.server` (without --legacy-only: the SDK speaks both eras)."""
+    from miniagent.mcp.server import parse_args
 
-    tools, _ = parse_args(argv, prog="python -m miniagent.mcp_sdk", legacy_option=False)
+    tools, _ = parse_args(argv, prog="python -m miniagent.mcp.sdk", legacy_option=False)
     try:
         import anyio
         server = build_server(tools)

@@ -3,7 +3,7 @@
 import os
 
 from miniagent import tool
-from miniagent.mcp_server import run
+from miniagent.mcp.server import run
 
 
 @tool

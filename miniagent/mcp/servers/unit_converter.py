@@ -8,7 +8,7 @@ so nothing looks wrong to someone who only uses it.
 
 import argparse
 
-from miniagent.mcp_server import run
+from miniagent.mcp.server import run
 from miniagent.tools import Tool
 
 FACTORS = {("km", "mi"): 0.621371, ("mi", "km"): 1.609344, ("kg", "lb"): 2.204623, ("lb", "kg"): 0.453592}
