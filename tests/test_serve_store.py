@@ -1,4 +1,4 @@
-"""miniagent.serve_store: where the web service keeps conversations, held to one set of rules.
+"""miniagent.serve.store: where the web service keeps conversations, held to one set of rules.
 
 The same cases run on the in-memory store, on SQLite (two stores on one file: two workers)
 and, under the `postgres` marker (make test-postgres), on PostgreSQL: a history stored and
@@ -23,7 +23,7 @@ pytest.importorskip("fastapi")  # an optional extra of the package (the course e
 from test_serve import BASE, DELETE, WAIT, agents, deleting, events_of  # noqa: E402
 
 from miniagent.serve import create_app  # noqa: E402
-from miniagent.serve_store import (  # noqa: E402
+from miniagent.serve.store import (  # noqa: E402
     ApprovalClosed,
     ApprovalNotFound,
     ConversationBusy,
@@ -47,7 +47,7 @@ def stores(kind: str, tmp_path, limit: int = 100):
         path = tmp_path / "conversations.db"
         return SQLiteStore(path, limit=limit), SQLiteStore(path, limit=limit)
     from test_postgres import new_schema  # a schema of its own, dropped with the test's server
-    from miniagent.serve_store import PostgresStore
+    from miniagent.serve.store import PostgresStore
     _, dsn = new_schema(os.environ["MINIAGENT_PG_DSN"])
     return PostgresStore(dsn, limit=limit), PostgresStore(dsn, limit=limit)
 

@@ -39,7 +39,7 @@ pytest.importorskip("fastapi")  # an optional extra of the package (the course e
 
 from test_serve import DELETE  # noqa: E402
 
-from miniagent.serve_store import SQLiteStore  # noqa: E402
+from miniagent.serve.store import SQLiteStore  # noqa: E402
 
 pytestmark = pytest.mark.workers
 
@@ -139,7 +139,7 @@ def test_the_same_on_postgresql(tmp_path):
     from psycopg.conninfo import conninfo_to_dict
     from test_postgres import new_schema
 
-    from miniagent.serve_store import PostgresStore
+    from miniagent.serve.store import PostgresStore
     _, dsn = new_schema(os.environ["MINIAGENT_PG_DSN"])
     parts = conninfo_to_dict(dsn)
     url = f"postgresql://{parts['user']}@{parts['host']}:{parts['port']}/{parts['dbname']}?options=" + \

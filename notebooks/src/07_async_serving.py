@@ -343,7 +343,7 @@ print(await agent.chat("What is my name?"))
 # ## The agent as a web service
 #
 # A web service puts each user's request on the event loop as its own task, so
-# everything above applies. `miniagent/serve.py` (FastAPI, run by uvicorn) has three
+# everything above applies. `miniagent/serve/` (FastAPI, run by uvicorn) has three
 # routes: `POST /chat` answers with JSON when the run is over; `POST /chat/stream`
 # answers with Server-Sent Events while it runs, the same framing as notebook 06; and
 # `GET /` is a small page that uses the second one. The API key stays in the service:

@@ -22,7 +22,7 @@ Four routes do the work:
   `POST /chat` answers only at the end, so it cannot ask anyone: there, such a tool is
   never run and the model hears that no one was asked (each of `tool_calls` has
   `approval`: null, or `approved` and `reason` for a tool that needed it).
-- `GET /` is the page (`miniagent/web/`): plain HTML and JavaScript that streams answers.
+- `GET /` is the page (`miniagent/serve/web/`): plain HTML and JavaScript that streams answers.
 
 The rest is what makes it safe to leave running:
 
@@ -55,7 +55,7 @@ Several processes serve one address when one is not enough:
         --http miniagent.serve:GuardedH11Protocol --limit-concurrency 100
 
 Whichever worker is free takes the next connection, so the conversations live in a store
-every worker shares (`miniagent.serve_store`): a SQLite file on one machine, PostgreSQL
+every worker shares (`miniagent.serve.store`): a SQLite file on one machine, PostgreSQL
 ("postgresql://...") across several; the default, memory, is for one process. A run holds
 its conversation's lease (an owner and an expiry, compare-and-set in the store, renewed
 while it runs), so a conversation is never run by two workers at once and a worker that
@@ -95,7 +95,7 @@ from uvicorn.protocols.http.h11_impl import H11Protocol
 
 from miniagent.context import SlidingWindow
 from miniagent.messages import assistant, clean_text, conversation_error, tool_result, user
-from miniagent.serve_store import ApprovalClosed, ApprovalNotFound, ConversationBusy, ConversationNotFound, open_store
+from miniagent.serve.store import ApprovalClosed, ApprovalNotFound, ConversationBusy, ConversationNotFound, open_store
 from miniagent.approval import NotAsked
 from miniagent.aloop import StillRunning, still_running
 
@@ -306,7 +306,7 @@ def overloaded(why: str) -> ServiceError:
 class ChatService:
     """Runs questions in conversations, within the limits: what both chat routes share.
 
-    The conversations live in `conversations`, a store (`miniagent.serve_store`): this
+    The conversations live in `conversations`, a store (`miniagent.serve.store`): this
     process's memory, or a database every worker shares. `reserve` takes a conversation's
     lease in the store (compare-and-set: a conversation is never run by two workers at once)
     and counts the run against `max_concurrent_runs` (runs at once in this process); `run`
@@ -671,7 +671,7 @@ def _seconds_from_environment(name: str, default: float) -> float:
 
 
 def _page(name: str) -> str:
-    return (resources.files("miniagent") / "web" / name).read_text(encoding="utf-8")
+    return (resources.files("miniagent.serve") / "web" / name).read_text(encoding="utf-8")
 
 
 def create_app(*, agent_factory: Callable[[], Any] | None = None, store: Any = None, max_conversations: int = 100,
@@ -684,7 +684,7 @@ def create_app(*, agent_factory: Callable[[], Any] | None = None, store: Any = N
     `agent_factory()` makes the agent of each run (default: `AsyncAgent` on `connect_async()`,
     offline unless a key is set), which is given its conversation's stored history. `store`
     keeps the conversations: "memory" (this process only), "sqlite:///FILE" (the workers of one
-    machine), "postgresql://..." (of several), or a store object (`miniagent.serve_store`);
+    machine), "postgresql://..." (of several), or a store object (`miniagent.serve.store`);
     None reads $MINIAGENT_SERVE_STORE, else memory. A store opened here holds at most
     `max_conversations`. `lease_seconds` (None: $MINIAGENT_SERVE_LEASE_SECONDS, else 30): how
     long a conversation stays locked to a worker that died while running it. The other limits
@@ -1068,6 +1068,3 @@ def __getattr__(name: str) -> Any:
         return made
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
-
-if __name__ == "__main__":
-    sys.exit(main())
