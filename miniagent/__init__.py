@@ -20,18 +20,21 @@ consolidated versions live:
     agent.py          all of it assembled, with a trace of its events
     events.py         that trace: every step of a run as a dict, saved as JSON Lines (notebook 05)
     aloop.py          the same from asyncio: tools, the loop's driver and AsyncAgent, every wait awaited
+    serve/            the agent as a web service (FastAPI; optional extra); store.py where its workers
+                      keep conversations (memory, SQLite, PostgreSQL); web/ its page
     approval.py       a person approves a tool call before it runs: one callback, asked in one place
-    memory.py         long-term memory in SQLite: remember, recall (LIKE, FTS5), forget, as tools
-    retrieval.py      load, split, index (FTS5, vectors), search with citations: RAG
+    memory/           long-term memory in SQLite: remember, recall (LIKE, FTS5), forget, as tools;
+                      pg.py the same on PostgreSQL; structured.py the facts a tight window drops
+    retrieval/        load, split, index (FTS5, vectors), search with citations: RAG; pg.py on
+                      PostgreSQL; data/docs/ the handbook it ships, with its questions (en, zh)
     team.py           several agents: an agent as a tool, an orchestrator, a hand-off
     planning.py       a plan the model keeps as a tool, and checks off
     tracing.py        spans for every run, model call and tool call; tree, timeline, cost
     otel.py           those spans to any OpenTelemetry backend (GenAI conventions; optional extra)
     prices.py         a dated price table: what a call cost
-    mcp.py            tools from anywhere: an MCP client over stdio JSON-RPC (both eras), its tools as Tools
-    mcp_server.py     any Tools as an MCP server over stdio, written by hand
-    mcp_sdk.py        the built-in tools as an MCP server made with the official SDK (optional extra)
-    mcp_servers/      small MCP servers for notebook 12: your own tools, a poisoned update, broken ones
+    mcp/              tools from anywhere: an MCP client over stdio JSON-RPC (both eras), its tools as Tools;
+                      server.py any Tools as an MCP server, by hand; sdk.py the built-in tools served
+                      with the official SDK (optional extra); servers/ small servers for notebook 12
     i18n.py           the language of what a learner reads: English, or Chinese (MINIAGENT_LANG=zh)
     mock/             the strict offline mock of the Messages API
     exercises/        the notebooks' exercise checks, a module per notebook (miniagent.exercises.check_01_1, ...)
