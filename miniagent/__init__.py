@@ -55,7 +55,7 @@ _EXPORTS = {
     "OverloadedError": "client", "InternalServerError": "client", "APIConnectionError": "client",
     "APITimeoutError": "client", "MissingAPIKeyError": "client", "DEFAULT_MODEL": "client",
     "APIKeyError": "client", "InvalidAPIKeyError": "client", "MalformedResponseError": "client",
-    "StreamError": "client", "MessageStream": "client",
+    "StreamError": "client", "MessageStream": "streaming",
     "AsyncClient": "aclient", "connect_async": "aclient", "AsyncMessageStream": "aclient",
     # providers
     "PRESETS": "providers", "Preset": "providers", "OpenAIFormat": "providers", "AnthropicFormat": "providers",

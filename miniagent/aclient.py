@@ -29,8 +29,9 @@ from typing import Any, AsyncIterator, Awaitable, Callable
 import httpx
 
 from miniagent import deadline, wire
-from miniagent.clientcore import ON_EVENT_NEEDS_STREAM, ClientCore, Exchange, StreamCore, _Retryable, from_environment
+from miniagent.clientcore import ClientCore, Exchange, _Retryable, from_environment
 from miniagent.errors import MalformedResponseError
+from miniagent.streaming import StreamCore
 
 
 @contextlib.asynccontextmanager
@@ -94,9 +95,7 @@ class AsyncClient(ClientCore):
                         await done
             assert events.message is not None  # the iteration ends at message_stop, or raises
             return events.message
-        if on_event is not None:
-            raise TypeError(ON_EVENT_NEEDS_STREAM)
-        payload = await self._post(self.format.path, self.body(messages, **kwargs), self.format.problem)
+        payload = await self._post(self.format.path, self._plain_body(messages, on_event, kwargs), self.format.problem)
         response = self.format.message(payload)  # the Messages API's own, or translated (providers.py)
         self.usage.add(response["usage"])
         return response

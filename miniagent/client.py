@@ -26,6 +26,7 @@ the data: a response reaches the caller exactly as the server sent it.
 The decisions (the body, what a response means, retries, redaction, records) live in
 `clientcore.py`, shared with the async client (`aclient.py`); this module is the
 blocking driver: it sends, reads and sleeps, and asks the core what to make of it.
+The stream `client.stream()` returns, `MessageStream`, is notebook 06's (`streaming.py`).
 
 `connect()` at the bottom picks offline (the bundled mock API) or live from the
 environment and says which it picked.
@@ -34,21 +35,23 @@ environment and says which it picked.
 from __future__ import annotations
 
 import time
-from typing import Any, Callable, Iterator
+from typing import TYPE_CHECKING, Any, Callable, Iterator
 
 import httpx
 
 from miniagent import deadline, wire
 from miniagent.clientcore import (API_VERSION, DEFAULT_BASE_URL, DEFAULT_MODEL, MAX_RESPONSE_BYTES,  # noqa: F401
-                                  OFFLINE_API_KEY, OFFLINE_BASE_URL, ON_EVENT_NEEDS_STREAM, RECORD_STRING_CHARS,
-                                  REDACTED, STREAM_TIMEOUT, ClientCore, Exchange, StreamCore, Usage, _Retryable,
-                                  checked_key, from_environment)
+                                  OFFLINE_API_KEY, OFFLINE_BASE_URL, RECORD_STRING_CHARS, REDACTED, STREAM_TIMEOUT,
+                                  ClientCore, Exchange, Usage, _Retryable, checked_key, from_environment)
 from miniagent.errors import (MAX_RETRY_AFTER, STATUS_OF_TYPE, APIConnectionError, APIError, APIKeyError,  # noqa: F401
                               APITimeoutError, AuthenticationError, BadRequestError, InternalServerError,
                               InvalidAPIKeyError, MalformedResponseError, MissingAPIKeyError, NotFoundError,
                               OverloadedError, PermissionDeniedError, RateLimitError, RequestEncodingError,
                               RequestTooLargeError, ResponseTooLargeError, StreamError, error_class,
                               error_for_type, is_retryable, retry_after_seconds)
+
+if TYPE_CHECKING:
+    from miniagent.streaming import MessageStream
 
 # --- the client -----------------------------------------------------------------
 
@@ -85,9 +88,7 @@ class Client(ClientCore):
                         on_event(event)
             assert events.message is not None  # the iteration ends at message_stop, or raises
             return events.message
-        if on_event is not None:
-            raise TypeError(ON_EVENT_NEEDS_STREAM)
-        payload = self._post(self.format.path, self.body(messages, **kwargs), self.format.problem)
+        payload = self._post(self.format.path, self._plain_body(messages, on_event, kwargs), self.format.problem)
         response = self.format.message(payload)  # the Messages API's own, or translated (providers.py)
         self.usage.add(response["usage"])
         return response
@@ -103,6 +104,8 @@ class Client(ClientCore):
         Entering the `with` sends the request (retrying as create does, until the stream's
         first byte); iterating reads it. See `MessageStream`.
         """
+        from miniagent.streaming import MessageStream  # notebook 06: the stream itself, loaded with the first one
+
         return MessageStream(self, self._stream_body(messages, kwargs))
 
     def count_tokens(self, messages: list[dict], *, system: Any = None, tools: list[dict] | None = None) -> int:
@@ -179,131 +182,6 @@ class Client(ClientCore):
         if response.is_stream_consumed:  # an in-memory transport (the mock) handed over the body whole
             return iter([response.content])
         return wire.decompressed(response.iter_raw(), response.headers.get("content-encoding", ""))
-
-
-# --- streaming ------------------------------------------------------------------------
-
-
-class MessageStream(StreamCore):
-    """One streamed Messages API call: a context manager, and an iterator of its events.
-
-        with client.stream(messages) as s:
-            for event in s:      # dicts, as the API sent them; pings included
-                ...
-        s.message                # the final message: what create() would have returned
-
-    Entering sends the request. Until the stream's first byte, failures are handled as
-    create() handles them: 429, 529, 5xx, dropped connections and timeouts are retried
-    with the same backoff and `retry-after` rules; 4xx are raised. From the first byte on
-    nothing is retried, since the events already handed out would come a second time: a
-    cut, a stall or an early end raises StreamError, an `error` event the typed error it
-    names (OverloadedError, ...), a broken event MalformedResponseError. Each says how
-    far the stream got and carries the message so far as `.partial`.
-
-    Bounds: the start (connecting, up to the first byte) within `timeout`; then each wait
-    for more bytes within `timeout` and the whole stream within `stream_timeout`;
-    `max_response_bytes` over the whole stream. `accumulator` shows the progress at any
-    moment (`.text`, `.forming`, `.progress()`).
-    """
-
-    client: Client
-
-    def __enter__(self) -> MessageStream:
-        self.open()
-        return self
-
-    def __exit__(self, *exc_info: object) -> None:
-        self.close()
-
-    # Opening: retried like create(), up to the first byte -------------------------------
-
-    def open(self) -> None:
-        """Send the request and wait for the stream's first byte, retrying as create() does."""
-        if self._state != "new":
-            return
-        self._state = "opening"
-        try:
-            self.client._attempts(self.client.format.path, self.body, self._attempt)
-        except BaseException:
-            self._state = "failed"
-            self._close_response()
-            raise
-        self._state = "open"
-
-    def _attempt(self, url: str, content: bytes, record: Exchange) -> None:
-        """One attempt to start the stream: returns once its first byte is in, else raises."""
-        client = self.client
-        try:
-            with deadline.until(self._new_attempt(record)):
-                self._response = response = client._start(url, content)
-                record.status = response.status_code
-                if not response.is_success:
-                    raise client._refused(record, response, client._read_body(response))
-                if not self._is_stream(response):
-                    raise self._not_a_stream(response, client._read_body(response))
-                self._pieces = client._pieces(response)
-                self._first = self._read()
-                if not self._first:
-                    raise self._no_first_byte(response)
-        except httpx.TransportError as exc:
-            retry = client._lost(exc, "no stream began", self._refusal())
-            self._close_response()
-            raise retry from None
-        except BaseException:
-            self._close_response()
-            raise
-
-    # Reading: events as they arrive, never retried --------------------------------------
-
-    def __iter__(self) -> Iterator[dict]:
-        """Each event as it arrives; the iteration ends after `message_stop`, or raises (see the class)."""
-        if self._state == "new":
-            self.open()
-        try:
-            while self._state == "open":
-                chunk, self._first = self._first or self._next_chunk(), b""
-                for event in self._events(chunk):
-                    if self._state != "open":
-                        self._close_response()  # message_stop: the connection goes before the caller sees it
-                    yield event
-        except BaseException:
-            self._close_response()
-            raise
-
-    def _next_chunk(self) -> bytes:
-        """The next bytes (b"" at the end); the stream's deadline holds for this read only, never
-        between two events, where the caller's own code runs."""
-        try:
-            with deadline.until(self._ends):
-                return self._read()
-        except (httpx.TransportError, MalformedResponseError) as exc:
-            raise self._read_failed(exc) from None
-
-    def _read(self) -> bytes:
-        """The next bytes of the body (b"" at its end), counted against the size bound and timed."""
-        waited = 0.0  # time spent waiting in this read; the caller's own time between reads is not counted
-        while True:
-            before = time.monotonic()
-            try:
-                piece = next(self._pieces, None)
-            except ValueError as exc:  # from wire.decompressed: a corrupt body
-                raise self._corrupt(exc) from None
-            waited += time.monotonic() - before
-            got = self._arrived(piece, waited)
-            if got is not None:
-                return got
-
-    # Ending ------------------------------------------------------------------------
-
-    def close(self) -> None:
-        """Stop reading and let the connection go. Closing before `message_stop` is recorded as such."""
-        self._closing()
-        self._close_response()
-
-    def _close_response(self) -> None:
-        response, self._response = self._response, None
-        if response is not None:
-            response.close()
 
 
 # --- offline or live --------------------------------------------------------------

@@ -11,16 +11,18 @@ This is the sans-I/O pattern (h11 and others): the part worth testing has no I/O
 both drivers get exactly the same rules, and the test suite runs every scenario
 against both.
 
+- `AnthropicFormat`: the Messages API's wire format (its path, its headers, and nothing
+  to translate), the `format` object everything here asks.
 - `ClientCore`: settings, the request, response checks, error mapping, retry waits,
   redaction and records; the base class of both clients.
-- `StreamCore`: the same for one streamed call (events into the accumulator, how far a
-  broken stream got, its record); the base class of both stream objects.
 - `from_environment`: `connect()` and `connect_async()`'s choice of offline or live, and of
-  the provider (`providers.PRESETS`).
+  the provider (`providers.PRESETS`, notebook 08).
 
 What differs between the Messages API and OpenAI-compatible APIs (the path, the auth
-header, the translation of requests, responses, stream chunks and errors) is one
-`format` object from `providers.py`; everything here asks it and stays the same.
+header, the translation of requests, responses, stream chunks and errors) is that one
+`format` object: notebook 08's `providers.OpenAIFormat` answers the same questions, and
+everything here stays the same. A streamed call's own decisions are notebook 06's
+(`streaming.StreamCore`).
 """
 
 from __future__ import annotations
@@ -29,21 +31,17 @@ import json
 import os
 import random
 import re
-import time
 from collections import deque
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Callable, Iterator
+from typing import Any, Callable
 
 import httpx
 
-from miniagent import deadline, providers, wire
+from miniagent import deadline, wire
 from miniagent.i18n import say
 from miniagent.errors import (APIConnectionError, APIError, APITimeoutError, InvalidAPIKeyError,
                               MalformedResponseError, MissingAPIKeyError, NotFoundError, RequestEncodingError,
-                              ResponseTooLargeError, StreamError, error_class, is_retryable, retry_after_seconds)
-
-if TYPE_CHECKING:
-    from miniagent.streaming import MessageAccumulator, SSEParser
+                              ResponseTooLargeError, error_class, is_retryable, retry_after_seconds)
 
 DEFAULT_MODEL = "claude-sonnet-5-5"  # MINIAGENT_MODEL overrides it
 DEFAULT_BASE_URL = "https://api.anthropic.com"
@@ -154,6 +152,53 @@ class _Retryable(Exception):
         self.error, self.response = error, response
 
 
+# --- the wire format: what the client asks of the API it speaks --------------------------
+
+
+class AnthropicFormat:
+    """The Messages API, the canonical format: nothing to translate."""
+
+    name, api_name, path, count_path = "anthropic", "Messages API", "/v1/messages", "/v1/messages/count_tokens"
+    request_id_header = "request-id"
+
+    def __init__(self, auth: str = "x-api-key") -> None:
+        self.auth = auth
+
+    def headers(self, key: str, version: str) -> dict[str, str]:
+        auth = {"x-api-key": key} if self.auth == "x-api-key" else {"authorization": f"Bearer {key}"}
+        return {**auth, "anthropic-version": version, "content-type": "application/json"}
+
+    def request(self, body: dict) -> dict:
+        return body
+
+    def usage(self, usage: dict) -> dict:
+        return usage
+
+    def problem(self, payload: Any) -> str | None:
+        return wire.message_problem(payload)
+
+    def message(self, payload: dict) -> dict:
+        return payload
+
+    def translator(self) -> _EventsAsTheyCome:
+        return _EventsAsTheyCome()
+
+    def error_fields(self, payload: Any) -> tuple[str, str] | None:
+        error = payload.get("error") if isinstance(payload, dict) else None
+        return (str(error.get("message", "")), str(error.get("type", ""))) if isinstance(error, dict) else None
+
+
+class _EventsAsTheyCome:
+    """The Messages API's own stream: each SSE event is one event (`streaming.decode_event`)."""
+
+    def events(self, sse: Any) -> list[dict]:
+        from miniagent.streaming import decode_event  # notebook 06: a stream's events, read as they come
+        return [decode_event(sse)]
+
+    def end(self) -> list[dict]:
+        return []
+
+
 # --- the client's decisions -----------------------------------------------------------
 
 
@@ -173,10 +218,9 @@ class ClientCore:
                  timeout: float = 60.0, max_retries: int = 2, max_retry_wait: float = 60.0,
                  max_response_bytes: int = MAX_RESPONSE_BYTES, stream_timeout: float = STREAM_TIMEOUT,
                  sleep: Callable[[float], Any], mode: str = "live", mock: Any = None, history: int = 50,
-                 format: providers.AnthropicFormat | providers.OpenAIFormat | None = None,
-                 provider: str = "anthropic", key_env: str = "ANTHROPIC_API_KEY"):
+                 format: Any = None, provider: str = "anthropic", key_env: str = "ANTHROPIC_API_KEY"):
         self._api_key = checked_key(api_key)
-        self.format = format or providers.AnthropicFormat()  # the wire format: Messages API or Chat Completions
+        self.format = format or AnthropicFormat()  # the wire format: Messages API, or Chat Completions (08)
         self.provider, self.key_env = provider, key_env  # for messages: which preset, which variable holds the key
         self._key_pattern = re.compile(rf"(?<![\w-]){re.escape(self._api_key)}(?![\w-])")
         self.base_url = base_url.rstrip("/")
@@ -233,9 +277,15 @@ class ClientCore:
         kwargs.pop("stream", None)
         return {**self.body(messages, **kwargs), "stream": True}
 
+    def _plain_body(self, messages: list[dict], on_event: Any, kwargs: dict) -> dict:
+        """The body of a call that is not streamed; an `on_event` there would never be called."""
+        if on_event is not None:
+            raise TypeError(ON_EVENT_NEEDS_STREAM)
+        return self.body(messages, **kwargs)
+
     def _count_body(self, messages: list[dict], system: Any, tools: list[dict] | None) -> dict:
         if self.format.count_path is None:
-            raise TypeError(f"count_tokens is the Messages API's {providers.AnthropicFormat.count_path}; the "
+            raise TypeError(f"count_tokens is the Messages API's {AnthropicFormat.count_path}; the "
                             f"{self.format.api_name} API has no such endpoint (miniagent.tokens estimates offline)")
         body = self.body(messages, system=system, tools=tools)
         body.pop("max_tokens")
@@ -379,7 +429,7 @@ class ClientCore:
     def _hinted(self, err: APIError) -> APIError:
         """`err` with a hint that names this provider's variables (the hints are written for Anthropic's)."""
         if self.format.name == "openai":
-            err.hint = providers.OpenAIFormat.hint_404 if isinstance(err, NotFoundError) else \
+            err.hint = self.format.hint_404 if isinstance(err, NotFoundError) else \
                 err.hint.replace("Messages API", self.format.api_name)
         if self.key_env != "ANTHROPIC_API_KEY":
             err.hint = err.hint.replace("ANTHROPIC_API_KEY", self.key_env).replace("ANTHROPIC_BASE_URL", "the base URL")
@@ -414,206 +464,6 @@ def _clip(text: str, limit: int = 300) -> str:
     return text if len(text) <= limit else text[:limit] + f"... [{len(text) - limit} more characters]"
 
 
-# --- a stream's decisions --------------------------------------------------------------
-
-
-class StreamCore:
-    """One streamed call's state and rules; `MessageStream` and `AsyncMessageStream` do its I/O.
-
-    The driver opens (retrying up to the first byte), reads chunks, and hands each to
-    `_events`; everything it meets on the way (a timeout, a cut, a corrupt or oversized
-    body, the end of the bytes) it turns into the caller's error with the methods here,
-    which also keep the record and say how far the stream got.
-    """
-
-    def __init__(self, client: ClientCore, body: dict) -> None:
-        from miniagent import streaming  # loaded with the first stream: plain calls never need it
-
-        self.client, self.body = client, body
-        self.parser: SSEParser = streaming.SSEParser()
-        self.accumulator: MessageAccumulator = streaming.MessageAccumulator()
-        self._translator = client.format.translator()  # SSE events -> Messages API events (see providers.py)
-        self.message: dict | None = None
-        self._state = "new"  # new -> opening -> open -> done | failed | closed
-        self._response: httpx.Response | None = None
-        self._pieces: Any = iter(())  # the body's bytes, decompressed: an iterator, or an async one
-        self._first = b""  # the first bytes, read while opening (so that a failure before them is retried)
-        self._record: Exchange | None = None
-        self._size = 0
-        self._began = 0.0  # perf_counter() at the start of the attempt, for the record
-        self._ends = 0.0  # the whole stream's deadline, a time.monotonic() value
-
-    def __repr__(self) -> str:
-        return f"{type(self).__name__}({self._state}, {self.accumulator.events} events)"
-
-    @property
-    def usage(self) -> dict | None:
-        """The final message's usage (already added to `client.usage`); None before the end."""
-        return self.message["usage"] if self.message is not None else None
-
-    @property
-    def partial(self) -> dict | None:
-        """The message so far (open blocks with what they have), or None before message_start."""
-        return self.accumulator.snapshot()
-
-    # Opening ---------------------------------------------------------------------------
-
-    def _new_attempt(self, record: Exchange) -> float:
-        """Fresh bookkeeping for one attempt to start; the time (monotonic) its first byte must come by."""
-        self._record, self._size, self._began = record, 0, time.perf_counter()
-        record.stream = {"events": 0, "bytes": 0, "complete": False}
-        started = time.monotonic()
-        self._ends = started + self.client.stream_timeout
-        return min(started + self.client.timeout, self._ends)
-
-    def _refusal(self) -> httpx.Response | None:
-        """The response whose headers (retry-after, x-should-retry) rule on a retry: an error answer's."""
-        response = self._response
-        return response if response is not None and not response.is_success else None
-
-    @staticmethod
-    def _is_stream(response: httpx.Response) -> bool:
-        kind = response.headers.get("content-type", "")
-        return not kind or kind.lower().startswith("text/event-stream")
-
-    def _not_a_stream(self, response: httpx.Response, raw: bytes) -> MalformedResponseError:
-        seen = raw[:300].decode("utf-8", "replace")
-        kind = response.headers.get("content-type", "")
-        return self.client._malformed(response, f"a stream was asked for, but the answer is {kind!r}, not "
-                                                f"'text/event-stream'; the body began: {seen!r}")
-
-    @staticmethod
-    def _no_first_byte(response: httpx.Response) -> httpx.RemoteProtocolError:
-        return httpx.RemoteProtocolError("the stream ended before its first byte", request=response.request)
-
-    # Reading -----------------------------------------------------------------------------
-
-    def _arrived(self, piece: bytes | None, waited: float) -> bytes | None:
-        """Check one piece of the body as it arrives: the bytes to hand on, b"" at the end, None for none yet.
-
-        Sockets obey both time bounds as they read; an in-process transport cannot be
-        interrupted, so its lateness is caught here, after the fact.
-        """
-        response = self._response
-        assert response is not None
-        if time.monotonic() > self._ends or waited > self.client.timeout:
-            raise httpx.ReadTimeout("the stream's deadline passed while reading", request=response.request)
-        if piece is None:
-            return b""
-        if not piece:
-            return None
-        self._size += len(piece)
-        if self._size > self.client.max_response_bytes:
-            raise self.client._too_big(response, f"the stream was not read further, {self.accumulator.progress()}")
-        return piece
-
-    def _corrupt(self, exc: ValueError) -> MalformedResponseError:
-        """A body that wire.decompressed cannot read."""
-        assert self._response is not None
-        return self.client._malformed(self._response, f"the stream cannot be read: {exc}, "
-                                                      f"{self.accumulator.progress()}")
-
-    def _read_failed(self, exc: Exception) -> APIError:
-        """A failed read after the first byte, as the caller's error: never retried (see the drivers)."""
-        if isinstance(exc, httpx.TimeoutException):
-            if time.monotonic() >= self._ends - 0.001:  # asyncio may fire a deadline a hair early
-                why = f"did not finish within stream_timeout={self.client.stream_timeout:g} s"
-            else:
-                why = f"stalled: no bytes for {self.client.timeout:g} s (the timeout)"
-            return self._broken(self._stream_error("stream_timeout", why))
-        if isinstance(exc, httpx.TransportError):
-            return self._broken(self._stream_error("stream_interrupted", f"was cut ({type(exc).__name__}: {exc})"))
-        assert isinstance(exc, APIError)
-        return self._broken(exc)
-
-    def _events(self, chunk: bytes) -> Iterator[dict]:
-        """The events `chunk` completes, each taken into the accumulator as it is handed out; b"" is the end."""
-        if not chunk:
-            self.parser.close()
-            for event in self._translated(self._translator.end):  # an OpenAI stream may end without [DONE]
-                yield self._take(event)
-            if self._state != "open":
-                return
-            ended = "ended before message_stop" + (", in the middle of an event" if self.parser.unfinished else "")
-            raise self._broken(self._stream_error("stream_incomplete", ended))
-        for sse in self.parser.feed(chunk):
-            for event in self._translated(self._translator.events, sse):
-                yield self._take(event)
-                if self._state != "open":  # message_stop came: whatever follows is not read
-                    return
-
-    def _translated(self, step: Callable[..., list[dict]], *sse: Any) -> list[dict]:
-        """The Messages API events an SSE event stands for (one, for the Messages API itself)."""
-        try:
-            return step(*sse)
-        except MalformedResponseError as exc:
-            raise self._broken(MalformedResponseError(f"{exc.message}, {self.accumulator.progress()}",
-                                                      type=exc.type)) from None
-
-    def _take(self, event: dict) -> dict:
-        """One event into the accumulator; the event dict for the caller."""
-        try:
-            self.accumulator.add(event)
-        except APIError as exc:
-            raise self._broken(exc) from None
-        if self.accumulator.done:
-            self._finish()
-        return event
-
-    # Ending: the state and the record (the driver lets the connection go) -----------------
-
-    def _finish(self) -> None:
-        message = self.accumulator.message
-        assert message is not None
-        self.message, self._state = message, "done"
-        self.client.usage.add(message["usage"])
-        self._update_record(response=self.client._record_of(message, b"", secret=False), complete=True)
-        if self._record is not None:
-            self._record.usage = message["usage"]
-
-    def _stream_error(self, kind: str, why: str) -> StreamError:
-        return StreamError(f"the stream {why}, {self.accumulator.progress()}", type=kind,
-                           events=self.accumulator.events)
-
-    def _broken(self, err: APIError) -> APIError:
-        """`err` made ready for the caller (request id, the message so far, no key), and recorded."""
-        client, response = self.client, self._response
-        client._hinted(err)
-        err.message = client._scrub(err.message)
-        err.args = (err.message,)
-        if err.partial is None:
-            err.partial = self.accumulator.snapshot()
-        if response is not None:
-            err.request_id = err.request_id or response.headers.get(client.format.request_id_header)
-            if isinstance(err, MalformedResponseError):
-                err.status = response.status_code
-        partial = None if err.partial is None else client._record_of(err.partial, b"", secret=True)
-        self._update_record(response=partial, error=str(err).splitlines()[0])
-        self._state = "failed"
-        return err
-
-    def _closing(self) -> None:
-        """The caller closes: before `message_stop`, that is recorded as such."""
-        if self._state in ("new", "open"):
-            if self._state == "open":
-                partial = self.accumulator.snapshot()
-                recorded = None if partial is None else self.client._record_of(partial, b"", secret=True)
-                self._update_record(response=recorded, error=f"closed by the caller after "
-                                                             f"{self.accumulator.events} events, before message_stop")
-            self._state = "closed"
-
-    def _update_record(self, *, response: Any, error: str | None = None, complete: bool = False) -> None:
-        record = self._record
-        if record is None:
-            return
-        record.response, record.seconds = response, time.perf_counter() - self._began
-        if error is not None:
-            record.error = error
-        record.stream = {"events": self.accumulator.events, "bytes": self._size, "complete": complete}
-        if self.accumulator.deviations:  # what the server did that the API never does (streaming.UNSTARTED)
-            record.stream["deviations"] = list(self.accumulator.deviations)
-
-
 # --- offline or live --------------------------------------------------------------
 
 
@@ -627,6 +477,8 @@ def from_environment(client_class: Callable[..., Any], mock_transport: Callable[
     "anthropic") names a preset in `providers.PRESETS`: base URL, key variable, default
     model and format. Offline, the mock answers on the same format's endpoint.
     """
+    from miniagent import providers  # notebook 08: a provider's preset (address, key variable, model, format)
+
     name = provider or os.environ.get("MINIAGENT_PROVIDER", "").strip() or "anthropic"
     preset = providers.preset(name)
     env_offline = os.environ.get("MINIAGENT_OFFLINE", "").lower() in ("1", "true", "yes")

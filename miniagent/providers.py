@@ -36,7 +36,8 @@ signature, redacted_thinking and server-tool blocks (none has an OpenAI form).
 
 Sections: 1. presets; 2. requests out (canonical -> OpenAI) and back (for tests and
 for anyone translating a history); 3. responses in; 4. streams in; 5. errors;
-6. the two formats, the objects `ClientCore` asks about paths, headers and all the above.
+6. the OpenAI format, the object `ClientCore` asks about paths, headers and all the above
+(the Messages API's own, `AnthropicFormat`, is the client's: `clientcore.py`).
 """
 
 from __future__ import annotations
@@ -45,9 +46,9 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
+from miniagent.clientcore import AnthropicFormat
 from miniagent.errors import MalformedResponseError
 from miniagent.tools import UNPARSED_ARGUMENTS
-from miniagent.wire import message_problem
 
 # --- 1. presets ---------------------------------------------------------------------------
 #
@@ -803,51 +804,7 @@ def error_event(error: Any) -> dict:
     return {"type": "error", "error": {"type": ERROR_TYPES.get(fields[1], fields[1]), "message": fields[0]}}
 
 
-# --- 6. the two formats: what ClientCore asks -------------------------------------------------
-
-
-class AnthropicFormat:
-    """The Messages API, the canonical format: nothing to translate."""
-
-    name, api_name, path, count_path = "anthropic", "Messages API", "/v1/messages", "/v1/messages/count_tokens"
-    request_id_header = "request-id"
-
-    def __init__(self, auth: str = "x-api-key") -> None:
-        self.auth = auth
-
-    def headers(self, key: str, version: str) -> dict[str, str]:
-        auth = {"x-api-key": key} if self.auth == "x-api-key" else {"authorization": f"Bearer {key}"}
-        return {**auth, "anthropic-version": version, "content-type": "application/json"}
-
-    def request(self, body: dict) -> dict:
-        return body
-
-    def usage(self, usage: dict) -> dict:
-        return usage
-
-    def problem(self, payload: Any) -> str | None:
-        return message_problem(payload)
-
-    def message(self, payload: dict) -> dict:
-        return payload
-
-    def translator(self) -> _EventsAsTheyCome:
-        return _EventsAsTheyCome()
-
-    def error_fields(self, payload: Any) -> tuple[str, str] | None:
-        error = payload.get("error") if isinstance(payload, dict) else None
-        return (str(error.get("message", "")), str(error.get("type", ""))) if isinstance(error, dict) else None
-
-
-class _EventsAsTheyCome:
-    """The Messages API's own stream: each SSE event is one event (`streaming.decode_event`)."""
-
-    def events(self, sse: Any) -> list[dict]:
-        from miniagent.streaming import decode_event
-        return [decode_event(sse)]
-
-    def end(self) -> list[dict]:
-        return []
+# --- 6. the OpenAI format: what ClientCore asks (the Messages API's own: clientcore.py) ---
 
 
 class OpenAIFormat:

@@ -21,8 +21,13 @@ returns, so that nothing above the client knows whether an answer was streamed:
    order of events, because the classic streaming bug is assembling deltas into the wrong
    block, and it can say at any moment how far the stream got.
 
-No I/O here: the client (`client.py`) reads the socket and feeds these; a notebook can
-feed them a byte string.
+None of the three does I/O: a notebook can feed them a byte string. The fourth part
+is one streamed call over HTTP, which `client.stream(...)` returns:
+
+4. `StreamCore`: a streamed call's decisions, without I/O (events into the accumulator,
+   how far a broken stream got, its record), shared with the asyncio twin
+   (`aclient.AsyncMessageStream`, notebook 07); `MessageStream`: the blocking driver,
+   which opens (retrying as `create()` does, up to the first byte), reads and closes.
 """
 
 from __future__ import annotations
@@ -33,10 +38,16 @@ import json
 import re
 import time
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterable, Iterator
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator
 
-from miniagent import wire
-from miniagent.errors import APIError, MalformedResponseError, error_for_type
+import httpx
+
+from miniagent import deadline, wire
+from miniagent.errors import APIError, MalformedResponseError, StreamError, error_for_type
+
+if TYPE_CHECKING:
+    from miniagent.client import Client
+    from miniagent.clientcore import ClientCore, Exchange
 
 # --- 1. writing ---------------------------------------------------------------------
 
@@ -537,6 +548,326 @@ def _short(value: Any) -> str:
         return _clip(json.dumps(value, ensure_ascii=False), 120)
     except (TypeError, ValueError, RecursionError):
         return type(value).__name__
+
+
+# --- 4. one streamed call over HTTP: its decisions, and the blocking driver ---------------------
+
+
+class StreamCore:
+    """One streamed call's state and rules; `MessageStream` and `AsyncMessageStream` do its I/O.
+
+    The driver opens (retrying up to the first byte), reads chunks, and hands each to
+    `_events`; everything it meets on the way (a timeout, a cut, a corrupt or oversized
+    body, the end of the bytes) it turns into the caller's error with the methods here,
+    which also keep the record and say how far the stream got.
+    """
+
+    def __init__(self, client: ClientCore, body: dict) -> None:
+        self.client, self.body = client, body
+        self.parser = SSEParser()
+        self.accumulator = MessageAccumulator()
+        self._translator = client.format.translator()  # SSE events -> Messages API events (see providers.py)
+        self.message: dict | None = None
+        self._state = "new"  # new -> opening -> open -> done | failed | closed
+        self._response: httpx.Response | None = None
+        self._pieces: Any = iter(())  # the body's bytes, decompressed: an iterator, or an async one
+        self._first = b""  # the first bytes, read while opening (so that a failure before them is retried)
+        self._record: Exchange | None = None
+        self._size = 0
+        self._began = 0.0  # perf_counter() at the start of the attempt, for the record
+        self._ends = 0.0  # the whole stream's deadline, a time.monotonic() value
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self._state}, {self.accumulator.events} events)"
+
+    @property
+    def usage(self) -> dict | None:
+        """The final message's usage (already added to `client.usage`); None before the end."""
+        return self.message["usage"] if self.message is not None else None
+
+    @property
+    def partial(self) -> dict | None:
+        """The message so far (open blocks with what they have), or None before message_start."""
+        return self.accumulator.snapshot()
+
+    # Opening ---------------------------------------------------------------------------
+
+    def _new_attempt(self, record: Exchange) -> float:
+        """Fresh bookkeeping for one attempt to start; the time (monotonic) its first byte must come by."""
+        self._record, self._size, self._began = record, 0, time.perf_counter()
+        record.stream = {"events": 0, "bytes": 0, "complete": False}
+        started = time.monotonic()
+        self._ends = started + self.client.stream_timeout
+        return min(started + self.client.timeout, self._ends)
+
+    def _refusal(self) -> httpx.Response | None:
+        """The response whose headers (retry-after, x-should-retry) rule on a retry: an error answer's."""
+        response = self._response
+        return response if response is not None and not response.is_success else None
+
+    @staticmethod
+    def _is_stream(response: httpx.Response) -> bool:
+        kind = response.headers.get("content-type", "")
+        return not kind or kind.lower().startswith("text/event-stream")
+
+    def _not_a_stream(self, response: httpx.Response, raw: bytes) -> MalformedResponseError:
+        seen = raw[:300].decode("utf-8", "replace")
+        kind = response.headers.get("content-type", "")
+        return self.client._malformed(response, f"a stream was asked for, but the answer is {kind!r}, not "
+                                                f"'text/event-stream'; the body began: {seen!r}")
+
+    @staticmethod
+    def _no_first_byte(response: httpx.Response) -> httpx.RemoteProtocolError:
+        return httpx.RemoteProtocolError("the stream ended before its first byte", request=response.request)
+
+    # Reading -----------------------------------------------------------------------------
+
+    def _arrived(self, piece: bytes | None, waited: float) -> bytes | None:
+        """Check one piece of the body as it arrives: the bytes to hand on, b"" at the end, None for none yet.
+
+        Sockets obey both time bounds as they read; an in-process transport cannot be
+        interrupted, so its lateness is caught here, after the fact.
+        """
+        response = self._response
+        assert response is not None
+        if time.monotonic() > self._ends or waited > self.client.timeout:
+            raise httpx.ReadTimeout("the stream's deadline passed while reading", request=response.request)
+        if piece is None:
+            return b""
+        if not piece:
+            return None
+        self._size += len(piece)
+        if self._size > self.client.max_response_bytes:
+            raise self.client._too_big(response, f"the stream was not read further, {self.accumulator.progress()}")
+        return piece
+
+    def _corrupt(self, exc: ValueError) -> MalformedResponseError:
+        """A body that wire.decompressed cannot read."""
+        assert self._response is not None
+        return self.client._malformed(self._response, f"the stream cannot be read: {exc}, "
+                                                      f"{self.accumulator.progress()}")
+
+    def _read_failed(self, exc: Exception) -> APIError:
+        """A failed read after the first byte, as the caller's error: never retried (see the drivers)."""
+        if isinstance(exc, httpx.TimeoutException):
+            if time.monotonic() >= self._ends - 0.001:  # asyncio may fire a deadline a hair early
+                why = f"did not finish within stream_timeout={self.client.stream_timeout:g} s"
+            else:
+                why = f"stalled: no bytes for {self.client.timeout:g} s (the timeout)"
+            return self._broken(self._stream_error("stream_timeout", why))
+        if isinstance(exc, httpx.TransportError):
+            return self._broken(self._stream_error("stream_interrupted", f"was cut ({type(exc).__name__}: {exc})"))
+        assert isinstance(exc, APIError)
+        return self._broken(exc)
+
+    def _events(self, chunk: bytes) -> Iterator[dict]:
+        """The events `chunk` completes, each taken into the accumulator as it is handed out; b"" is the end."""
+        if not chunk:
+            self.parser.close()
+            for event in self._translated(self._translator.end):  # an OpenAI stream may end without [DONE]
+                yield self._take(event)
+            if self._state != "open":
+                return
+            ended = "ended before message_stop" + (", in the middle of an event" if self.parser.unfinished else "")
+            raise self._broken(self._stream_error("stream_incomplete", ended))
+        for sse in self.parser.feed(chunk):
+            for event in self._translated(self._translator.events, sse):
+                yield self._take(event)
+                if self._state != "open":  # message_stop came: whatever follows is not read
+                    return
+
+    def _translated(self, step: Callable[..., list[dict]], *sse: Any) -> list[dict]:
+        """The Messages API events an SSE event stands for (one, for the Messages API itself)."""
+        try:
+            return step(*sse)
+        except MalformedResponseError as exc:
+            raise self._broken(MalformedResponseError(f"{exc.message}, {self.accumulator.progress()}",
+                                                      type=exc.type)) from None
+
+    def _take(self, event: dict) -> dict:
+        """One event into the accumulator; the event dict for the caller."""
+        try:
+            self.accumulator.add(event)
+        except APIError as exc:
+            raise self._broken(exc) from None
+        if self.accumulator.done:
+            self._finish()
+        return event
+
+    # Ending: the state and the record (the driver lets the connection go) -----------------
+
+    def _finish(self) -> None:
+        message = self.accumulator.message
+        assert message is not None
+        self.message, self._state = message, "done"
+        self.client.usage.add(message["usage"])
+        self._update_record(response=self.client._record_of(message, b"", secret=False), complete=True)
+        if self._record is not None:
+            self._record.usage = message["usage"]
+
+    def _stream_error(self, kind: str, why: str) -> StreamError:
+        return StreamError(f"the stream {why}, {self.accumulator.progress()}", type=kind,
+                           events=self.accumulator.events)
+
+    def _broken(self, err: APIError) -> APIError:
+        """`err` made ready for the caller (request id, the message so far, no key), and recorded."""
+        client, response = self.client, self._response
+        client._hinted(err)
+        err.message = client._scrub(err.message)
+        err.args = (err.message,)
+        if err.partial is None:
+            err.partial = self.accumulator.snapshot()
+        if response is not None:
+            err.request_id = err.request_id or response.headers.get(client.format.request_id_header)
+            if isinstance(err, MalformedResponseError):
+                err.status = response.status_code
+        partial = None if err.partial is None else client._record_of(err.partial, b"", secret=True)
+        self._update_record(response=partial, error=str(err).splitlines()[0])
+        self._state = "failed"
+        return err
+
+    def _closing(self) -> None:
+        """The caller closes: before `message_stop`, that is recorded as such."""
+        if self._state in ("new", "open"):
+            if self._state == "open":
+                partial = self.accumulator.snapshot()
+                recorded = None if partial is None else self.client._record_of(partial, b"", secret=True)
+                self._update_record(response=recorded, error=f"closed by the caller after "
+                                                             f"{self.accumulator.events} events, before message_stop")
+            self._state = "closed"
+
+    def _update_record(self, *, response: Any, error: str | None = None, complete: bool = False) -> None:
+        record = self._record
+        if record is None:
+            return
+        record.response, record.seconds = response, time.perf_counter() - self._began
+        if error is not None:
+            record.error = error
+        record.stream = {"events": self.accumulator.events, "bytes": self._size, "complete": complete}
+        if self.accumulator.deviations:  # what the server did that the API never does (streaming.UNSTARTED)
+            record.stream["deviations"] = list(self.accumulator.deviations)
+
+
+class MessageStream(StreamCore):
+    """One streamed Messages API call: a context manager, and an iterator of its events.
+
+        with client.stream(messages) as s:
+            for event in s:      # dicts, as the API sent them; pings included
+                ...
+        s.message                # the final message: what create() would have returned
+
+    Entering sends the request. Until the stream's first byte, failures are handled as
+    create() handles them: 429, 529, 5xx, dropped connections and timeouts are retried
+    with the same backoff and `retry-after` rules; 4xx are raised. From the first byte on
+    nothing is retried, since the events already handed out would come a second time: a
+    cut, a stall or an early end raises StreamError, an `error` event the typed error it
+    names (OverloadedError, ...), a broken event MalformedResponseError. Each says how
+    far the stream got and carries the message so far as `.partial`.
+
+    Bounds: the start (connecting, up to the first byte) within `timeout`; then each wait
+    for more bytes within `timeout` and the whole stream within `stream_timeout`;
+    `max_response_bytes` over the whole stream. `accumulator` shows the progress at any
+    moment (`.text`, `.forming`, `.progress()`).
+    """
+
+    client: Client
+
+    def __enter__(self) -> MessageStream:
+        self.open()
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+    # Opening: retried like create(), up to the first byte -------------------------------
+
+    def open(self) -> None:
+        """Send the request and wait for the stream's first byte, retrying as create() does."""
+        if self._state != "new":
+            return
+        self._state = "opening"
+        try:
+            self.client._attempts(self.client.format.path, self.body, self._attempt)
+        except BaseException:
+            self._state = "failed"
+            self._close_response()
+            raise
+        self._state = "open"
+
+    def _attempt(self, url: str, content: bytes, record: Exchange) -> None:
+        """One attempt to start the stream: returns once its first byte is in, else raises."""
+        client = self.client
+        try:
+            with deadline.until(self._new_attempt(record)):
+                self._response = response = client._start(url, content)
+                record.status = response.status_code
+                if not response.is_success:
+                    raise client._refused(record, response, client._read_body(response))
+                if not self._is_stream(response):
+                    raise self._not_a_stream(response, client._read_body(response))
+                self._pieces = client._pieces(response)
+                self._first = self._read()
+                if not self._first:
+                    raise self._no_first_byte(response)
+        except httpx.TransportError as exc:
+            retry = client._lost(exc, "no stream began", self._refusal())
+            self._close_response()
+            raise retry from None
+        except BaseException:
+            self._close_response()
+            raise
+
+    # Reading: events as they arrive, never retried --------------------------------------
+
+    def __iter__(self) -> Iterator[dict]:
+        """Each event as it arrives; the iteration ends after `message_stop`, or raises (see the class)."""
+        if self._state == "new":
+            self.open()
+        try:
+            while self._state == "open":
+                chunk, self._first = self._first or self._next_chunk(), b""
+                for event in self._events(chunk):
+                    if self._state != "open":
+                        self._close_response()  # message_stop: the connection goes before the caller sees it
+                    yield event
+        except BaseException:
+            self._close_response()
+            raise
+
+    def _next_chunk(self) -> bytes:
+        """The next bytes (b"" at the end); the stream's deadline holds for this read only, never
+        between two events, where the caller's own code runs."""
+        try:
+            with deadline.until(self._ends):
+                return self._read()
+        except (httpx.TransportError, MalformedResponseError) as exc:
+            raise self._read_failed(exc) from None
+
+    def _read(self) -> bytes:
+        """The next bytes of the body (b"" at its end), counted against the size bound and timed."""
+        waited = 0.0  # time spent waiting in this read; the caller's own time between reads is not counted
+        while True:
+            before = time.monotonic()
+            try:
+                piece = next(self._pieces, None)
+            except ValueError as exc:  # from wire.decompressed: a corrupt body
+                raise self._corrupt(exc) from None
+            waited += time.monotonic() - before
+            got = self._arrived(piece, waited)
+            if got is not None:
+                return got
+
+    # Ending ------------------------------------------------------------------------
+
+    def close(self) -> None:
+        """Stop reading and let the connection go. Closing before `message_stop` is recorded as such."""
+        self._closing()
+        self._close_response()
+
+    def _close_response(self) -> None:
+        response, self._response = self._response, None
+        if response is not None:
+            response.close()
 
 
 # --- the loop's view of a stream: text and tool calls as they form ------------------------------

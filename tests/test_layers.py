@@ -44,8 +44,9 @@ NOTEBOOK.update({f"exercises.n{n:02d}": n for n in range(14)})  # a notebook's c
 
 # (importer, imported) -> the names the importer may use: a later notebook's hook into an earlier module
 HOOKS = {
-    ("clientcore", "streaming"): {"MessageAccumulator", "SSEParser"},  # 06: a stream, when one starts
-    ("clientcore", "providers"): {"AnthropicFormat", "OpenAIFormat", "preset"},  # 08: the wire format, presets
+    ("client", "streaming"): {"MessageStream"},  # 06: the stream client.stream() returns, when one starts
+    ("clientcore", "streaming"): {"decode_event"},  # 06: the Messages API's stream events, read as they come
+    ("clientcore", "providers"): {"preset"},  # 08: a provider's preset, in connect()
     ("loop", "streaming"): {"StreamWatcher"},  # 06: on_text and on_tool_use, with stream=True
     ("loop", "tracing"): {"model_span", "end_model"},  # 11: a `chat` span per model call
     ("tools", "tracing"): {"tool_spans", "activate", "end_tool"},  # 11: an `execute_tool` span per call
