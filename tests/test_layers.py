@@ -57,7 +57,7 @@ HOOKS = {
     ("serve", "approval"): {"NotAsked"},  # 10: POST /chat cannot ask a person (the page's stream can)
     ("aloop", "approval"): {"arefusals"},  # 10: approval, awaited
     ("aloop", "tracing"): {"model_span", "end_model", "activate", "end_tool", "agent_span", "end_agent"},  # 11
-    ("serve.store", "memory.pg"): {"connect", "PG_URL_VARIABLE"},  # 09: conversations in PostgreSQL
+    ("serve.store", "memory.pg"): {"_psycopg", "create_schema", "describe"},  # 09: conversations in PostgreSQL
     ("workload", "memory"): {"StructuredMemory"},  # 09 compares its structured memory on 04's workload
 }
 
