@@ -1,16 +1,19 @@
 """miniagent: an LLM agent built from scratch, one mechanism at a time.
 
 The notebooks in notebooks/ build each piece inline; this package is where the
-consolidated versions live:
+consolidated versions live, in the notebooks' order (tiny.py is 01-05 in one file; the
+floor plan, held by tests/test_layers.py, is in the README's Layout):
+
+    tiny.py           the front door: the whole agent of notebooks 01-05 in under 300 lines
 
     messages.py       message dicts and the rules the API checks
-    client.py         one LLM call over httpx: retries, usage, bounds, streaming; connect()
+    client.py         one LLM call over httpx: retries, usage, bounds; connect()
     aclient.py        the same call from asyncio: AsyncClient, connect_async()
     clientcore.py     what both clients decide (body, errors, retries, records), without I/O
     errors.py         what a failed call means, and whether to retry it
     wire.py           the border checks: request bytes, response shape, bounded records
     deadline.py       a time bound on a whole HTTP attempt, not just between two bytes
-    streaming.py      server-sent events parsed by hand, and the message they add up to
+    streaming.py      server-sent events parsed by hand, the message they add up to, the streamed call
     providers.py      other providers: OpenAI Chat Completions translated at the edge; presets
     tools.py          a tool = JSON Schema + a function; the registry
     builtin_tools.py  weather, clock, a safe calculator
