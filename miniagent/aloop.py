@@ -38,7 +38,7 @@ from miniagent.events import Event
 
 
 async def arun_all(registry: ToolRegistry, tool_uses: list[dict], parallel: bool = True,
-                    on_result: Callable[[dict, dict, float], Any] | None = None,
+                   on_result: Callable[[dict, dict, float], Any] | None = None,
                    approve: Callable[[dict], Any] | None = None,
                    on_approval: Callable[[dict], Any] | None = None) -> list[dict]:
     """`ToolRegistry.run_all` for asyncio: the same results in the same order, every wait awaited.
