@@ -1,9 +1,9 @@
-"""Three clients against one mock server: raw httpx, miniagent's `Client`, the official `anthropic` SDK.
+"""Three clients against one mock server: raw httpx2, miniagent's `Client`, the official `anthropic` SDK.
 
 One `python -m miniagent.mock` server in a process of its own on 127.0.0.1 (so its work does not
 share the clients' GIL), and three ways of making the same Messages API call from this process:
 
-1. **raw httpx**: `httpx.Client.post("/v1/messages", json=...)` and `response.json()`: the floor;
+1. **raw httpx2**: `httpx2.Client.post("/v1/messages", json=...)` and `response.json()`: the floor;
    nothing checked, no retries, no records;
 2. **miniagent**: `Client.create(messages, system=..., tools=...)`: the body built, the response's
    size and shape checked, the usage added up, the exchange recorded (key redacted), retries ready;
@@ -18,7 +18,7 @@ Measured, all in the same run:
 - **time to first token**, streamed: the mock paces the answer (`x-mock-pace: first=FIRST_TOKEN`
   on the request, so the same server stays unpaced for the calls above): the first text delta is
   due `FIRST_TOKEN` s after the request arrives. Timed from the call until the caller holds the
-  first text delta (the raw httpx row parses the SSE lines by hand); the whole stream is read each
+  first text delta (the raw httpx2 row parses the SSE lines by hand); the whole stream is read each
   time, so the connection is reused. Interleaved the same way.
 - **import**: `import X` timed inside a fresh interpreter (`python -c`), `IMPORT_RUNS` times each,
   interleaved, after one warm-up round (so every `.pyc` is compiled); median. `miniagent.client` is
@@ -26,9 +26,9 @@ Measured, all in the same run:
 
 The claims state what these numbers support, with a margin for a noisy 2-core machine:
 
-- miniagent's call costs at most `MAX_OVERHEAD_MS` more than raw httpx's (medians);
+- miniagent's call costs at most `MAX_OVERHEAD_MS` more than raw httpx2's (medians);
 - miniagent's call is no slower than the SDK's (medians);
-- miniagent's first token reaches the caller at most `MAX_TTFT_OVERHEAD_MS` after raw httpx's;
+- miniagent's first token reaches the caller at most `MAX_TTFT_OVERHEAD_MS` after raw httpx2's;
 - importing what the first call needs (`miniagent.client`) is at least `MIN_IMPORT_SPEEDUP`x faster
   than importing `anthropic`.
 
@@ -48,7 +48,7 @@ import time
 from pathlib import Path
 from typing import Callable
 
-import httpx
+import httpx2
 
 from claims import Claim
 from miniagent.client import Client
@@ -62,10 +62,10 @@ PER_ROUND = 10         # calls of one client before the next takes its turn
 STREAMS = 30           # timed streamed calls of each client
 FIRST_TOKEN = 0.05     # seconds the mock waits before the first text delta of a streamed answer
 IMPORT_RUNS = 7        # fresh interpreters per module
-MODULES = ("httpx", "miniagent", "miniagent.client", "anthropic")
+MODULES = ("httpx2", "miniagent", "miniagent.client", "anthropic")
 
-MAX_OVERHEAD_MS = 0.5       # miniagent's median call over raw httpx's
-MAX_TTFT_OVERHEAD_MS = 5.0  # miniagent's median time to first token over raw httpx's
+MAX_OVERHEAD_MS = 0.5       # miniagent's median call over raw httpx2's
+MAX_TTFT_OVERHEAD_MS = 5.0  # miniagent's median time to first token over raw httpx2's
 MIN_IMPORT_SPEEDUP = 3.0    # import anthropic / import miniagent.client
 
 
@@ -86,7 +86,7 @@ STREAM_MESSAGES = [{"role": "user", "content": "Hello! Who are you?"}]
 STREAM_BODY = {"model": DEFAULT_MODEL, "max_tokens": MAX_TOKENS, "messages": STREAM_MESSAGES, "stream": True}
 HEADERS = {"x-api-key": KEY, "anthropic-version": API_VERSION}
 PACE = {"x-mock-pace": f"first={FIRST_TOKEN}"}
-CONTENDERS = ("raw httpx", "miniagent", "anthropic SDK")
+CONTENDERS = ("raw httpx2", "miniagent", "anthropic SDK")
 
 
 def percentile(values: list[float], p: float) -> float:
@@ -103,7 +103,7 @@ class Clients:
     def __init__(self, base_url: str) -> None:
         import anthropic  # here, not at the top: collecting the tests (make test) must not load the SDK
 
-        self.raw = httpx.Client(base_url=base_url, timeout=30)
+        self.raw = httpx2.Client(base_url=base_url, timeout=30)
         self.mini = Client(api_key=KEY, base_url=base_url)
         self.mini_paced = Client(api_key=KEY, base_url=base_url)
         self.mini_paced.http.headers.update(PACE)  # merged into every request this client sends
@@ -227,9 +227,9 @@ def run(*, calls: int = CALLS, per_round: int = PER_ROUND, streams: int = STREAM
     try:
         answers = {clients.call_raw(), clients.call_mini(), clients.call_sdk()}
         assert answers == {"tool_use"}, answers  # the same request, the same answer, whichever client
-        per_call = interleaved({"raw httpx": timed(clients.call_raw), "miniagent": timed(clients.call_mini),
+        per_call = interleaved({"raw httpx2": timed(clients.call_raw), "miniagent": timed(clients.call_mini),
                                 "anthropic SDK": timed(clients.call_sdk)}, calls, per_round)
-        ttft = interleaved({"raw httpx": clients.stream_raw, "miniagent": clients.stream_mini,
+        ttft = interleaved({"raw httpx2": clients.stream_raw, "miniagent": clients.stream_mini,
                             "anthropic SDK": clients.stream_sdk}, streams, 1)
     finally:
         clients.close()
@@ -242,18 +242,18 @@ def run(*, calls: int = CALLS, per_round: int = PER_ROUND, streams: int = STREAM
     ms = lambda values: statistics.median(values) * 1000  # noqa: E731
     p90 = lambda values: percentile(values, 90) * 1000  # noqa: E731
     rows: list[dict] = []
-    base = ms(per_call["raw httpx"])
+    base = ms(per_call["raw httpx2"])
     for name in CONTENDERS:
         rows.append({"measure": f"per call ({calls} each)", "client": name, "median_ms": f"{ms(per_call[name]):.3f}",
                      "p90_ms": f"{p90(per_call[name]):.3f}", "vs_raw_httpx": f"{ms(per_call[name]) / base:.2f}x",
                      "over_raw_ms": f"{ms(per_call[name]) - base:+.3f}"})
-    base_ttft = ms(ttft["raw httpx"])
+    base_ttft = ms(ttft["raw httpx2"])
     for name in CONTENDERS:
         rows.append({"measure": f"first token, paced {FIRST_TOKEN * 1000:.0f} ms ({streams} each)", "client": name,
                      "median_ms": f"{ms(ttft[name]):.3f}", "p90_ms": f"{p90(ttft[name]):.3f}",
                      "vs_raw_httpx": f"{ms(ttft[name]) / base_ttft:.2f}x",
                      "over_raw_ms": f"{ms(ttft[name]) - base_ttft:+.3f}"})
-    base_import = ms(imports["httpx"])
+    base_import = ms(imports["httpx2"])
     for module in MODULES:
         rows.append({"measure": f"import, fresh process ({import_runs} each)", "client": f"import {module}",
                      "median_ms": f"{ms(imports[module]):.1f}", "p90_ms": f"{p90(imports[module]):.1f}",
@@ -269,12 +269,12 @@ def run(*, calls: int = CALLS, per_round: int = PER_ROUND, streams: int = STREAM
     ttft_over = ms(ttft["miniagent"]) - base_ttft
     speedup = ms(imports["anthropic"]) / ms(imports["miniagent.client"])
     claims = [
-        Claim("miniagent adds little to a call", f"miniagent's call takes {mini - base:+.3f} ms over raw httpx's "
+        Claim("miniagent adds little to a call", f"miniagent's call takes {mini - base:+.3f} ms over raw httpx2's "
               f"(medians {mini:.3f} vs {base:.3f} ms)", f"at most {MAX_OVERHEAD_MS:g} ms", mini - base <= MAX_OVERHEAD_MS),
         Claim("miniagent is no slower than the SDK", f"median call {mini:.3f} ms (miniagent) vs {sdk:.3f} ms (SDK): "
               f"{sdk / mini:.2f}x", "miniagent's median at most the SDK's", mini <= sdk),
         Claim("the first token is not held back", f"miniagent hands over the first text delta {ttft_over:+.3f} ms "
-              f"after raw httpx does (medians {ms(ttft['miniagent']):.1f} vs {base_ttft:.1f} ms, "
+              f"after raw httpx2 does (medians {ms(ttft['miniagent']):.1f} vs {base_ttft:.1f} ms, "
               f"{FIRST_TOKEN * 1000:.0f} ms of it the mock's pacing)", f"at most {MAX_TTFT_OVERHEAD_MS:g} ms later",
               ttft_over <= MAX_TTFT_OVERHEAD_MS),
         Claim("miniagent imports fast", f"import miniagent.client takes {ms(imports['miniagent.client']):.0f} ms, "
@@ -283,8 +283,8 @@ def run(*, calls: int = CALLS, per_round: int = PER_ROUND, streams: int = STREAM
     ]
     from anthropic import __version__ as sdk_version
 
-    title = (f"Clients against one mock server (python -m miniagent.mock, another process): raw httpx, miniagent, "
-             f"the anthropic SDK {sdk_version} (httpx {httpx.__version__}); interleaved")
+    title = (f"Clients against one mock server (python -m miniagent.mock, another process): raw httpx2, miniagent, "
+             f"the anthropic SDK {sdk_version} (httpx2 {httpx2.__version__}); interleaved")
     return title, rows, claims
 
 

@@ -1,17 +1,17 @@
 """The mock over HTTP against the mock in-process: what the socket costs, and 200 clients at once.
 
 The claims (DESIGN, principle 3: the mock is fast, about a millisecond a request):
-- a keep-alive request over loopback HTTP (`serve_in_thread`, one `httpx.Client`) costs
+- a keep-alive request over loopback HTTP (`serve_in_thread`, one `httpx2.Client`) costs
   at most 3x the same request answered in-process (`MockAPI.transport()`): no
   Nagle / delayed-ACK stall, which used to add ~40 ms to every request;
-- 200 concurrent requests over HTTP (200 threads, each with its own `httpx.Client` and
-  connection, released at once) all get 200 OK. Not one `httpx.AsyncClient` with 200
+- 200 concurrent requests over HTTP (200 threads, each with its own `httpx2.Client` and
+  connection, released at once) all get 200 OK. Not one `httpx2.AsyncClient` with 200
   connections: its pool scans every connection for every request, so at 200 the
   client's own bookkeeping (~1 s) would swamp what the server does.
 
 The claim is checked on what an agent sends on its first turn: a system prompt, three
 tools and a question that calls two of them. The table also shows a bare "Hello": the
-socket's fixed cost (~0.4 ms, most of it in httpx's own connection handling) weighs
+socket's fixed cost (~0.4 ms, most of it in httpx2's own connection handling) weighs
 more beside a cheaper answer, so its ratio is higher (about 3x on our 2-core machines).
 Both ways in are timed in alternating batches of the same run and compared by their
 medians, because these machines are noisy.
@@ -23,7 +23,7 @@ import statistics
 import threading
 import time
 
-import httpx
+import httpx2
 
 from claims import Claim
 from miniagent import DEFAULT_MODEL
@@ -53,7 +53,7 @@ REQUEST = {
 HELLO = {"model": DEFAULT_MODEL, "max_tokens": 256, "messages": [{"role": "user", "content": "Hello"}]}
 
 
-def per_request_ms(client: httpx.Client, count: int, body: dict = REQUEST) -> float:
+def per_request_ms(client: httpx2.Client, count: int, body: dict = REQUEST) -> float:
     started = time.perf_counter()
     for _ in range(count):
         response = client.post("/v1/messages", json=body, headers=HEADERS)
@@ -63,14 +63,14 @@ def per_request_ms(client: httpx.Client, count: int, body: dict = REQUEST) -> fl
 
 def concurrent(url: str, count: int) -> tuple[float, int]:
     """Wall time for `count` requests in flight at once, and how many got 200 OK."""
-    clients = [httpx.Client(base_url=url, timeout=30) for _ in range(count)]
+    clients = [httpx2.Client(base_url=url, timeout=30) for _ in range(count)]
     start, statuses = threading.Barrier(count + 1), []
 
-    def one(client: httpx.Client) -> None:
+    def one(client: httpx2.Client) -> None:
         start.wait()
         try:
             statuses.append(client.post("/v1/messages", json=REQUEST, headers=HEADERS).status_code)
-        except httpx.HTTPError as exc:
+        except httpx2.HTTPError as exc:
             statuses.append(type(exc).__name__)
 
     threads = [threading.Thread(target=one, args=(c,)) for c in clients]
@@ -90,8 +90,8 @@ def run() -> tuple[str, list[dict], list[Claim]]:
     server, url = serve_in_thread(MockAPI())
     times: dict[tuple[str, str], list[float]] = {}
     try:
-        with httpx.Client(transport=MockAPI().transport(), base_url="http://mock") as local, \
-                httpx.Client(base_url=url) as remote:
+        with httpx2.Client(transport=MockAPI().transport(), base_url="http://mock") as local, \
+                httpx2.Client(base_url=url) as remote:
             for _ in range(BATCHES + 1):  # the first round warms up connections and caches
                 for name, body in (("agent turn", REQUEST), ("hello", HELLO)):
                     for way, client in (("in-process", local), ("http", remote)):
@@ -103,9 +103,9 @@ def run() -> tuple[str, list[dict], list[Claim]]:
     rows = []
     for name in ("agent turn", "hello"):
         inproc, http = ms[(name, "in-process")], ms[(name, "http")]
-        rows.append({"request": name, "way in": "in-process (httpx transport)", "per_request_ms": f"{inproc:.3f}",
+        rows.append({"request": name, "way in": "in-process (httpx2 transport)", "per_request_ms": f"{inproc:.3f}",
                      "vs_in_process": "1.00x", "result": "-"})
-        rows.append({"request": name, "way in": "HTTP keep-alive (one httpx.Client)", "per_request_ms": f"{http:.3f}",
+        rows.append({"request": name, "way in": "HTTP keep-alive (one httpx2.Client)", "per_request_ms": f"{http:.3f}",
                      "vs_in_process": f"{http / inproc:.2f}x", "result": "-"})
     inproc = ms[("agent turn", "in-process")]
     rows.append({"request": "agent turn", "way in": f"HTTP, {CONCURRENT} at once (a thread each)",

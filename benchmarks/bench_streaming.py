@@ -8,8 +8,8 @@ same paced mock, streamed and not, in alternating runs of the same benchmark:
 
 - **socket to callback**: when the first text delta arrives, how long until `on_text`
   is called with it. Arrival is timestamped at the lowest level the client has: the
-  `recv()` that returns the bytes holding the first `text_delta`, in a wrapped httpcore
-  network stream (below httpx, h11, the client's SSE parser and accumulator, and the
+  `recv()` that returns the bytes holding the first `text_delta`, in a wrapped httpcore2
+  network stream (below httpx2, h11, the client's SSE parser and accumulator, and the
   loop). The callback's time is `time.perf_counter()` inside `on_text`. Claim: within
   20 ms (the parsing in between takes well under a millisecond; 20 ms is a frame of
   video, below what a reader notices).
@@ -28,7 +28,7 @@ import statistics
 import time
 from typing import Any
 
-import httpcore
+import httpcore2
 
 from claims import Claim
 from miniagent import deadline
@@ -46,10 +46,10 @@ MAX_TOTAL_DIFFERENCE = 0.05
 MARKER = b'"text_delta"'
 
 
-class _ArrivalStream(httpcore.NetworkStream):
+class _ArrivalStream(httpcore2.NetworkStream):
     """A socket stream that notes when the bytes of the first text delta came out of `recv()`."""
 
-    def __init__(self, inner: httpcore.NetworkStream, clock: "_Arrivals") -> None:
+    def __init__(self, inner: httpcore2.NetworkStream, clock: "_Arrivals") -> None:
         self.inner, self.clock = inner, clock
         self._tail = b""  # the end of the last read: a marker split across two reads is still found
 
@@ -68,26 +68,26 @@ class _ArrivalStream(httpcore.NetworkStream):
         self.inner.close()
 
     def start_tls(self, ssl_context: Any, server_hostname: str | None = None,
-                  timeout: float | None = None) -> httpcore.NetworkStream:
+                  timeout: float | None = None) -> httpcore2.NetworkStream:
         return self.inner.start_tls(ssl_context, server_hostname, timeout)
 
     def get_extra_info(self, info: str) -> Any:
         return self.inner.get_extra_info(info)
 
 
-class _Arrivals(httpcore.NetworkBackend):
-    """httpcore's sockets (already wrapped for the client's deadlines), wrapped once more to timestamp reads."""
+class _Arrivals(httpcore2.NetworkBackend):
+    """httpcore2's sockets (already wrapped for the client's deadlines), wrapped once more to timestamp reads."""
 
-    def __init__(self, inner: httpcore.NetworkBackend) -> None:
+    def __init__(self, inner: httpcore2.NetworkBackend) -> None:
         self.inner = inner
         self.first_text: float | None = None
 
     def connect_tcp(self, host: str, port: int, timeout: float | None = None, local_address: str | None = None,
-                    socket_options: Any = None) -> httpcore.NetworkStream:
+                    socket_options: Any = None) -> httpcore2.NetworkStream:
         return _ArrivalStream(self.inner.connect_tcp(host, port, timeout, local_address, socket_options), self)
 
     def connect_unix_socket(self, path: str, timeout: float | None = None,
-                            socket_options: Any = None) -> httpcore.NetworkStream:
+                            socket_options: Any = None) -> httpcore2.NetworkStream:
         return _ArrivalStream(self.inner.connect_unix_socket(path, timeout, socket_options), self)
 
     def sleep(self, seconds: float) -> None:
@@ -97,7 +97,7 @@ class _Arrivals(httpcore.NetworkBackend):
 def client_for(base_url: str) -> tuple[Client, _Arrivals]:
     """A client of the mock server whose socket reads are timestamped (the package's own transport, wrapped)."""
     transport = deadline.deadline_transport()
-    pool = transport._pool  # httpcore's documented extension point, reached as deadline.py reaches it
+    pool = transport._pool  # httpcore2's documented extension point, reached as deadline.py reaches it
     arrivals = _Arrivals(pool._network_backend)
     pool._network_backend = arrivals
     return Client(api_key="mock-key", base_url=base_url, transport=transport, mode="live"), arrivals

@@ -60,7 +60,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Sequence
 
-import httpx
+import httpx2
 
 from miniagent import builtin_tools, deadline
 from miniagent.agent import Agent
@@ -143,7 +143,7 @@ def fault_header(kind: str, rng: random.Random) -> str:
 # --- the client's side ---------------------------------------------------------------------
 
 
-class FaultingTransport(httpx.BaseTransport):
+class FaultingTransport(httpx2.BaseTransport):
     """The client's real transport (deadline-bounded sockets), adding the planned `x-mock-fault`
     header to the planned attempts of `POST /v1/messages`, and counting the attempts."""
 
@@ -151,7 +151,7 @@ class FaultingTransport(httpx.BaseTransport):
         self.inner = deadline.deadline_transport()
         self.faults, self.attempts, self.injected = faults, 0, Counter()
 
-    def handle_request(self, request: httpx.Request) -> httpx.Response:
+    def handle_request(self, request: httpx2.Request) -> httpx2.Response:
         if request.method == "POST" and request.url.path == MESSAGES_PATH:
             self.attempts += 1
             planned = self.faults.get(self.attempts)

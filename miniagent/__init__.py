@@ -7,7 +7,7 @@ floor plan, held by tests/test_layers.py, is in the README's Layout):
     tiny.py           the front door: the whole agent of notebooks 01-05 in under 300 lines
 
     messages.py       message dicts and the rules the API checks
-    client.py         one LLM call over httpx: retries, usage, bounds; connect()
+    client.py         one LLM call over httpx2: retries, usage, bounds; connect()
     aclient.py        the same call from asyncio: AsyncClient, connect_async()
     clientcore.py     what both clients decide (body, errors, retries, records), without I/O
     errors.py         what a failed call means, and whether to retry it

@@ -1,4 +1,4 @@
-"""The async client: `Client`'s twin on `httpx.AsyncClient`, for asyncio programs.
+"""The async client: `Client`'s twin on `httpx2.AsyncClient`, for asyncio programs.
 
     async with AsyncClient(api_key=...) as llm:        # or connect_async()
         message = await llm.create(messages)
@@ -26,7 +26,7 @@ import inspect
 import time
 from typing import Any, AsyncIterator, Awaitable, Callable
 
-import httpx
+import httpx2
 
 from miniagent import deadline, wire
 from miniagent.clientcore import ClientCore, Exchange, _Retryable, from_environment
@@ -38,7 +38,7 @@ from miniagent.streaming import StreamCore
 async def _deadline(when: float) -> AsyncIterator[None]:
     """`deadline.until` for asyncio: the block is cancelled at `when` (a `time.monotonic()` value).
 
-    The timeout comes out as httpx's own, so the shared rules read it as they read a
+    The timeout comes out as httpx2's own, so the shared rules read it as they read a
     socket's. Only this block's deadline becomes a timeout: a cancellation from outside
     stays a CancelledError. `deadline.until` is set too (each task has its own), so the
     shared checks between two chunks also catch a transport too busy to be cancelled.
@@ -49,7 +49,7 @@ async def _deadline(when: float) -> AsyncIterator[None]:
             async with asyncio.timeout_at(loop.time() + (when - time.monotonic())):
                 yield
     except TimeoutError:
-        raise httpx.ReadTimeout("the attempt's deadline passed") from None
+        raise httpx2.ReadTimeout("the attempt's deadline passed") from None
 
 
 async def _whole(content: bytes) -> AsyncIterator[bytes]:
@@ -60,15 +60,15 @@ class AsyncClient(ClientCore):
     """Calls the Messages API from asyncio: `await client.create(...)`.
 
     The same settings, rules and records as `Client` (see `ClientCore`); `transport` is
-    an `httpx.AsyncBaseTransport` (the mock's `async_transport()`, or a test's) and
+    an `httpx2.AsyncBaseTransport` (the mock's `async_transport()`, or a test's) and
     `sleep` an async function (`asyncio.sleep`). Close it with `await client.aclose()`,
     or use it as `async with AsyncClient(...) as client:`.
     """
 
-    def __init__(self, *, transport: httpx.AsyncBaseTransport | None = None,
+    def __init__(self, *, transport: httpx2.AsyncBaseTransport | None = None,
                  sleep: Callable[[float], Awaitable[Any]] = asyncio.sleep, **settings: Any):
         super().__init__(sleep=sleep, **settings)
-        self.http = httpx.AsyncClient(transport=transport or httpx.AsyncHTTPTransport(),
+        self.http = httpx2.AsyncClient(transport=transport or httpx2.AsyncHTTPTransport(),
                                       timeout=self._http_timeout())
 
     async def __aenter__(self) -> AsyncClient:
@@ -142,11 +142,11 @@ class AsyncClient(ClientCore):
                         problem: Callable[[Any], str | None]) -> Any:
         try:
             response, raw = await self._send(url, content)
-        except httpx.TransportError as exc:
+        except httpx2.TransportError as exc:
             raise self._lost(exc, "no complete response") from None
         return self._answer(record, response, raw, problem)
 
-    async def _send(self, url: str, content: bytes) -> tuple[httpx.Response, bytes]:
+    async def _send(self, url: str, content: bytes) -> tuple[httpx2.Response, bytes]:
         """One attempt, all of it (connecting, sending, reading) within `timeout`; the response always closed."""
         async with _deadline(time.monotonic() + self.timeout):
             response = await self._start(url, content)
@@ -155,11 +155,11 @@ class AsyncClient(ClientCore):
             finally:
                 await response.aclose()
 
-    async def _start(self, url: str, content: bytes) -> httpx.Response:
+    async def _start(self, url: str, content: bytes) -> httpx2.Response:
         request = self.http.build_request("POST", url, headers=self._send_headers(), content=content)
         return await self.http.send(request, stream=True)
 
-    async def _read_body(self, response: httpx.Response) -> bytes:
+    async def _read_body(self, response: httpx2.Response) -> bytes:
         """The body, decompressed and counted as it arrives (`Client._read_body`)."""
         chunks, size = [], 0
         try:
@@ -172,7 +172,7 @@ class AsyncClient(ClientCore):
             raise self._unreadable(response, exc) from None
         return b"".join(chunks)
 
-    def _pieces(self, response: httpx.Response) -> AsyncIterator[bytes]:
+    def _pieces(self, response: httpx2.Response) -> AsyncIterator[bytes]:
         self._check_declared(response)
         if response.is_stream_consumed:  # an in-memory transport (the mock) handed over the body whole
             return _whole(response.content)
@@ -227,7 +227,7 @@ class AsyncMessageStream(StreamCore):
                 self._first = await self._read()
                 if not self._first:
                     raise self._no_first_byte(response)
-        except httpx.TransportError as exc:
+        except httpx2.TransportError as exc:
             retry = client._lost(exc, "no stream began", self._refusal())
             await self._close_response()
             raise retry from None
@@ -255,7 +255,7 @@ class AsyncMessageStream(StreamCore):
         try:
             async with _deadline(min(self._ends, time.monotonic() + self.client.timeout)):
                 return await self._read()
-        except (httpx.TransportError, MalformedResponseError) as exc:
+        except (httpx2.TransportError, MalformedResponseError) as exc:
             raise self._read_failed(exc) from None
 
     async def _read(self) -> bytes:

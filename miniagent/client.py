@@ -1,4 +1,4 @@
-"""One LLM call over HTTP: the Anthropic Messages API with httpx, and nothing hidden.
+"""One LLM call over HTTP: the Anthropic Messages API with httpx2, and nothing hidden.
 
 `Client.create(messages, ...)` builds the JSON body, sends it with the API key and
 version headers, and returns the response as the plain dict the API sent. Around
@@ -37,7 +37,7 @@ from __future__ import annotations
 import time
 from typing import TYPE_CHECKING, Any, Callable, Iterator
 
-import httpx
+import httpx2
 
 from miniagent import deadline, wire
 from miniagent.clientcore import (API_VERSION, DEFAULT_BASE_URL, DEFAULT_MODEL, MAX_RESPONSE_BYTES,  # noqa: F401
@@ -61,14 +61,14 @@ class Client(ClientCore):
 
     The settings (api_key, base_url, model, max_tokens, timeout, max_retries,
     max_retry_wait, max_response_bytes, stream_timeout, ...) and what they bound are
-    `ClientCore`'s. `transport` replaces httpx's (the mock's, or a test's), `sleep`
+    `ClientCore`'s. `transport` replaces httpx2's (the mock's, or a test's), `sleep`
     the wait between attempts.
     """
 
-    def __init__(self, *, transport: httpx.BaseTransport | None = None,
+    def __init__(self, *, transport: httpx2.BaseTransport | None = None,
                  sleep: Callable[[float], None] = time.sleep, **settings: Any):
         super().__init__(sleep=sleep, **settings)
-        self.http = httpx.Client(transport=transport or deadline.deadline_transport(), timeout=self._http_timeout())
+        self.http = httpx2.Client(transport=transport or deadline.deadline_transport(), timeout=self._http_timeout())
 
     def create(self, messages: list[dict], *, stream: bool = False,
                on_event: Callable[[dict], None] | None = None, **kwargs: Any) -> dict:
@@ -146,11 +146,11 @@ class Client(ClientCore):
         """One plain (not streamed) attempt: the checked payload, or `_Retryable`."""
         try:
             response, raw = self._send(url, content)
-        except httpx.TransportError as exc:
+        except httpx2.TransportError as exc:
             raise self._lost(exc, "no complete response") from None
         return self._answer(record, response, raw, problem)
 
-    def _send(self, url: str, content: bytes) -> tuple[httpx.Response, bytes]:
+    def _send(self, url: str, content: bytes) -> tuple[httpx2.Response, bytes]:
         """One attempt, all of it (connecting, sending, reading) within `timeout`."""
         with deadline.within(self.timeout):
             response = self._start(url, content)
@@ -159,12 +159,12 @@ class Client(ClientCore):
             finally:
                 response.close()
 
-    def _start(self, url: str, content: bytes) -> httpx.Response:
+    def _start(self, url: str, content: bytes) -> httpx2.Response:
         """Send the request; the response as soon as its headers are in, its body still to read."""
         request = self.http.build_request("POST", url, headers=self._send_headers(), content=content)
         return self.http.send(request, stream=True)
 
-    def _read_body(self, response: httpx.Response) -> bytes:
+    def _read_body(self, response: httpx2.Response) -> bytes:
         """The body, decompressed, counted and timed as it arrives: never more than `max_response_bytes`."""
         chunks, size = [], 0
         try:
@@ -176,7 +176,7 @@ class Client(ClientCore):
             raise self._unreadable(response, exc) from None
         return b"".join(chunks)
 
-    def _pieces(self, response: httpx.Response) -> Iterator[bytes]:
+    def _pieces(self, response: httpx2.Response) -> Iterator[bytes]:
         """The body's bytes, decompressed, as they arrive; refused at once if it declares too many."""
         self._check_declared(response)
         if response.is_stream_consumed:  # an in-memory transport (the mock) handed over the body whole

@@ -35,7 +35,7 @@ from collections import deque
 from dataclasses import dataclass
 from typing import Any, Callable
 
-import httpx
+import httpx2
 
 from miniagent import deadline, wire
 from miniagent.i18n import say
@@ -64,7 +64,7 @@ def checked_key(key: Any, name: str = "the API key") -> str:
     A key read from a file keeps its final newline, so the ends are stripped. Inside,
     a key is one line of printable ASCII: a space, a line break (a key pasted from a
     chat can carry a `\\r\\n` in the middle), a control or non-ASCII character means
-    the copy went wrong, and sending it would fail anyway (httpx refuses such a header,
+    the copy went wrong, and sending it would fail anyway (httpx2 refuses such a header,
     and its error would quote the key). The error says what and where, never the key.
     """
     if not isinstance(key, str) or not key.strip():
@@ -147,7 +147,7 @@ class Exchange:
 class _Retryable(Exception):
     """Raised by one attempt for a failure that another attempt may cure; `ClientCore._wait_after` decides."""
 
-    def __init__(self, error: APIError, response: httpx.Response | None):
+    def __init__(self, error: APIError, response: httpx2.Response | None):
         super().__init__(str(error))
         self.error, self.response = error, response
 
@@ -241,9 +241,9 @@ class ClientCore:
     def __repr__(self) -> str:
         return f"{type(self).__name__}(mode={self.mode!r}, base_url={self.base_url!r}, model={self.model!r})"
 
-    def _http_timeout(self) -> httpx.Timeout:
-        """httpx's own per-operation timeouts; the whole attempt is bounded by the driver on top."""
-        return httpx.Timeout(self.timeout, connect=min(10.0, self.timeout))
+    def _http_timeout(self) -> httpx2.Timeout:
+        """httpx2's own per-operation timeouts; the whole attempt is bounded by the driver on top."""
+        return httpx2.Timeout(self.timeout, connect=min(10.0, self.timeout))
 
     # The request ------------------------------------------------------------------
 
@@ -334,7 +334,7 @@ class ClientCore:
         record.waited = wait
         return wait
 
-    def _retry_wait(self, err: APIError, response: httpx.Response | None, attempt: int) -> float | None:
+    def _retry_wait(self, err: APIError, response: httpx2.Response | None, attempt: int) -> float | None:
         """Seconds to wait before the next attempt, or None to give up now."""
         if attempt > self.max_retries or not is_retryable(err, response):
             return None
@@ -347,9 +347,9 @@ class ClientCore:
         backoff = min(0.5 * 2 ** (attempt - 1), 8.0)
         return backoff * (1 - 0.25 * random.random())  # jitter: many clients don't retry in step
 
-    def _lost(self, exc: httpx.TransportError, what: str, response: httpx.Response | None = None) -> _Retryable:
+    def _lost(self, exc: httpx2.TransportError, what: str, response: httpx2.Response | None = None) -> _Retryable:
         """A transport failure as a typed error: a timeout (`what` did not happen in time), or a lost connection."""
-        if isinstance(exc, httpx.TimeoutException):
+        if isinstance(exc, httpx2.TimeoutException):
             err: APIError = APITimeoutError(f"{what} within the timeout of {self.timeout:g} s "
                                             f"({type(exc).__name__})", type="timeout")
         else:
@@ -358,7 +358,7 @@ class ClientCore:
 
     # Responses --------------------------------------------------------------------
 
-    def _answer(self, record: Exchange, response: httpx.Response, raw: bytes,
+    def _answer(self, record: Exchange, response: httpx2.Response, raw: bytes,
                 problem: Callable[[Any], str | None]) -> Any:
         """A whole response: the checked payload of a 2xx, else `_Retryable` with its typed error."""
         record.status = response.status_code
@@ -371,35 +371,35 @@ class ClientCore:
             record.usage = self.format.usage(checked["usage"])
         return checked
 
-    def _refused(self, record: Exchange, response: httpx.Response, raw: bytes) -> _Retryable:
+    def _refused(self, record: Exchange, response: httpx2.Response, raw: bytes) -> _Retryable:
         """An error response (4xx, 5xx), recorded, as the typed error (`_wait_after` decides on a retry)."""
         payload = wire.decode_json(raw)
         record.response = self._record_of(payload, raw, secret=True)
         return _Retryable(self._error_from(response, payload, raw), response)
 
-    def _check_declared(self, response: httpx.Response) -> None:
+    def _check_declared(self, response: httpx2.Response) -> None:
         """Refuse at once a body that declares more than max_response_bytes."""
         declared = response.headers.get("content-length", "")
         encoded = "content-encoding" in response.headers  # then the length says nothing of the decoded size
         if declared.isdigit() and int(declared) > self.max_response_bytes and not encoded:
             raise self._too_big(response, f"it declares {int(declared):,} bytes")
 
-    def _body_so_far(self, response: httpx.Response, size: int) -> None:
+    def _body_so_far(self, response: httpx2.Response, size: int) -> None:
         """The checks after each piece of a body: its size within the bound, the attempt's deadline not past."""
         if size > self.max_response_bytes:
             raise self._too_big(response, "it was not read further")
         if deadline.remaining() == 0:
-            raise httpx.ReadTimeout("the attempt's deadline passed while reading", request=response.request)
+            raise httpx2.ReadTimeout("the attempt's deadline passed while reading", request=response.request)
 
-    def _unreadable(self, response: httpx.Response, exc: ValueError) -> MalformedResponseError:
+    def _unreadable(self, response: httpx2.Response, exc: ValueError) -> MalformedResponseError:
         """A corrupt body, or an encoding not asked for (from wire.decompressed)."""
         return self._malformed(response, f"the body cannot be read: {exc}")
 
-    def _too_big(self, response: httpx.Response, detail: str) -> MalformedResponseError:
+    def _too_big(self, response: httpx2.Response, detail: str) -> MalformedResponseError:
         return self._malformed(response, f"the response is larger than max_response_bytes="
                                          f"{self.max_response_bytes:,}: {detail}", ResponseTooLargeError)
 
-    def _checked(self, payload: Any, raw: bytes, response: httpx.Response,
+    def _checked(self, payload: Any, raw: bytes, response: httpx2.Response,
                  problem: Callable[[Any], str | None]) -> Any:
         """The payload if it has the documented shape, else MalformedResponseError (not retried)."""
         why = "the body is not JSON" if payload is None and raw.strip() != b"null" else problem(payload)
@@ -408,13 +408,13 @@ class ClientCore:
         seen = raw[:300].decode("utf-8", "replace")
         raise self._malformed(response, f"not a {self.format.api_name} response: {why}; the body began: {seen!r}")
 
-    def _malformed(self, response: httpx.Response, why: str,
+    def _malformed(self, response: httpx2.Response, why: str,
                    cls: type[MalformedResponseError] = MalformedResponseError) -> MalformedResponseError:
         kind = "response_too_large" if cls is ResponseTooLargeError else "malformed_response"
         return self._hinted(cls(self._scrub(why), type=kind, status=response.status_code,
                                 request_id=response.headers.get(self.format.request_id_header)))
 
-    def _error_from(self, response: httpx.Response, payload: Any, raw: bytes) -> APIError:
+    def _error_from(self, response: httpx2.Response, payload: Any, raw: bytes) -> APIError:
         fields = self.format.error_fields(payload)  # (message, type), read where this API puts them
         if fields is not None:
             message, kind = _clip(fields[0], 2000), _clip(fields[1], 100)

@@ -1,14 +1,14 @@
 """A deadline for a whole HTTP attempt, not just for the gap between two bytes.
 
-httpx's timeouts bound each socket operation: connect, one write, one read. A server
+httpx2's timeouts bound each socket operation: connect, one write, one read. A server
 that sends one byte a second never trips a 60-second read timeout, so a call could
 hang for hours. The fix is at the socket: every connect, read and write gets at most
-the time left before the attempt's deadline, whatever httpx asked for.
+the time left before the attempt's deadline, whatever httpx2 asked for.
 
 `within(seconds)` sets the deadline for the code in its block (a context variable,
-so each thread and each task has its own); `deadline_transport()` is an httpx
+so each thread and each task has its own); `deadline_transport()` is an httpx2
 transport whose sockets obey it. Outside a `within` block the sockets behave exactly
-as httpx's own.
+as httpx2's own.
 
 `until(when)` is the same with a fixed end (a `time.monotonic()` value), for a deadline
 that spans many blocks: a stream has one deadline for all of it, but is read a chunk at a
@@ -25,8 +25,8 @@ import contextvars
 import time
 from typing import Any, Iterator
 
-import httpcore
-import httpx
+import httpcore2
+import httpx2
 
 _DEADLINE: contextvars.ContextVar[float | None] = contextvars.ContextVar("miniagent_deadline", default=None)
 
@@ -56,7 +56,7 @@ def remaining() -> float | None:
 
 
 def _bounded(timeout: float | None, expired: type[Exception]) -> float | None:
-    """The smaller of httpx's timeout and the time left; raises `expired` when none is left."""
+    """The smaller of httpx2's timeout and the time left; raises `expired` when none is left."""
     left = remaining()
     if left is None:
         return timeout
@@ -65,61 +65,61 @@ def _bounded(timeout: float | None, expired: type[Exception]) -> float | None:
     return left if timeout is None else min(timeout, left)
 
 
-class _Stream(httpcore.NetworkStream):
+class _Stream(httpcore2.NetworkStream):
     """A socket stream whose every read and write ends by the deadline."""
 
-    def __init__(self, inner: httpcore.NetworkStream) -> None:
+    def __init__(self, inner: httpcore2.NetworkStream) -> None:
         self.inner = inner
 
     def read(self, max_bytes: int, timeout: float | None = None) -> bytes:
-        return self.inner.read(max_bytes, _bounded(timeout, httpcore.ReadTimeout))
+        return self.inner.read(max_bytes, _bounded(timeout, httpcore2.ReadTimeout))
 
     def write(self, buffer: bytes, timeout: float | None = None) -> None:
-        self.inner.write(buffer, _bounded(timeout, httpcore.WriteTimeout))
+        self.inner.write(buffer, _bounded(timeout, httpcore2.WriteTimeout))
 
     def close(self) -> None:
         self.inner.close()
 
     def start_tls(self, ssl_context: Any, server_hostname: str | None = None,
-                  timeout: float | None = None) -> httpcore.NetworkStream:
-        bounded = _bounded(timeout, httpcore.ConnectTimeout)
+                  timeout: float | None = None) -> httpcore2.NetworkStream:
+        bounded = _bounded(timeout, httpcore2.ConnectTimeout)
         return _Stream(self.inner.start_tls(ssl_context, server_hostname, bounded))
 
     def get_extra_info(self, info: str) -> Any:
         return self.inner.get_extra_info(info)
 
 
-class _Backend(httpcore.NetworkBackend):
-    """httpcore's own sockets, wrapped so that they obey the deadline."""
+class _Backend(httpcore2.NetworkBackend):
+    """httpcore2's own sockets, wrapped so that they obey the deadline."""
 
-    def __init__(self, inner: httpcore.NetworkBackend) -> None:
+    def __init__(self, inner: httpcore2.NetworkBackend) -> None:
         self.inner = inner
 
     def connect_tcp(self, host: str, port: int, timeout: float | None = None, local_address: str | None = None,
-                    socket_options: Any = None) -> httpcore.NetworkStream:
-        bounded = _bounded(timeout, httpcore.ConnectTimeout)
+                    socket_options: Any = None) -> httpcore2.NetworkStream:
+        bounded = _bounded(timeout, httpcore2.ConnectTimeout)
         return _Stream(self.inner.connect_tcp(host, port, bounded, local_address, socket_options))
 
     def connect_unix_socket(self, path: str, timeout: float | None = None,
-                            socket_options: Any = None) -> httpcore.NetworkStream:
-        bounded = _bounded(timeout, httpcore.ConnectTimeout)
+                            socket_options: Any = None) -> httpcore2.NetworkStream:
+        bounded = _bounded(timeout, httpcore2.ConnectTimeout)
         return _Stream(self.inner.connect_unix_socket(path, bounded, socket_options))
 
     def sleep(self, seconds: float) -> None:
         self.inner.sleep(seconds)
 
 
-def deadline_transport() -> httpx.BaseTransport:
-    """httpx's standard transport, with sockets that obey `within()`.
+def deadline_transport() -> httpx2.BaseTransport:
+    """httpx2's standard transport, with sockets that obey `within()`.
 
-    httpx has no public switch for the socket layer, so this wraps the network
-    backend of the transport's connection pool (httpcore's documented extension
-    point). If a future httpx moves it, the plain transport is returned: per-read
+    httpx2 has no public switch for the socket layer, so this wraps the network
+    backend of the transport's connection pool (httpcore2's documented extension
+    point). If a future httpx2 moves it, the plain transport is returned: per-read
     timeouts still apply, and the client still checks the deadline between chunks.
     """
-    transport = httpx.HTTPTransport()
+    transport = httpx2.HTTPTransport()
     pool = getattr(transport, "_pool", None)
     backend = getattr(pool, "_network_backend", None)
-    if isinstance(backend, httpcore.NetworkBackend):
+    if isinstance(backend, httpcore2.NetworkBackend):
         pool._network_backend = _Backend(backend)  # type: ignore[union-attr]
     return transport

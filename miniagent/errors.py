@@ -20,7 +20,7 @@ import time
 from datetime import timezone
 from typing import Any, Callable
 
-import httpx
+import httpx2
 
 MAX_RETRY_AFTER = 24 * 3600.0  # a longer retry-after is absurd; it is read as a day
 
@@ -171,7 +171,7 @@ def error_for_type(kind: str) -> Callable[..., APIError]:
     return lambda message, **kwargs: cls(message, status=status, **kwargs)
 
 
-def is_retryable(err: APIError, response: httpx.Response | None = None) -> bool:
+def is_retryable(err: APIError, response: httpx2.Response | None = None) -> bool:
     """Retry what may succeed next time: overload, rate limits, server faults, lost connections."""
     if response is not None and response.headers.get("x-should-retry") in ("true", "false"):
         return response.headers["x-should-retry"] == "true"
@@ -180,7 +180,7 @@ def is_retryable(err: APIError, response: httpx.Response | None = None) -> bool:
     return err.status in (408, 409, 429) or (err.status or 0) >= 500
 
 
-def retry_after_seconds(headers: httpx.Headers) -> float | None:
+def retry_after_seconds(headers: httpx2.Headers) -> float | None:
     """The wait the server asked for, in seconds, or None if it asked for none we can read.
 
     `retry-after-ms` first, then `retry-after` (seconds, or an HTTP date). Whatever the

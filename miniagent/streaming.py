@@ -40,7 +40,7 @@ import time
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator
 
-import httpx
+import httpx2
 
 from miniagent import deadline, wire
 from miniagent.errors import APIError, MalformedResponseError, StreamError, error_for_type
@@ -569,7 +569,7 @@ class StreamCore:
         self._translator = client.format.translator()  # SSE events -> Messages API events (see providers.py)
         self.message: dict | None = None
         self._state = "new"  # new -> opening -> open -> done | failed | closed
-        self._response: httpx.Response | None = None
+        self._response: httpx2.Response | None = None
         self._pieces: Any = iter(())  # the body's bytes, decompressed: an iterator, or an async one
         self._first = b""  # the first bytes, read while opening (so that a failure before them is retried)
         self._record: Exchange | None = None
@@ -600,25 +600,25 @@ class StreamCore:
         self._ends = started + self.client.stream_timeout
         return min(started + self.client.timeout, self._ends)
 
-    def _refusal(self) -> httpx.Response | None:
+    def _refusal(self) -> httpx2.Response | None:
         """The response whose headers (retry-after, x-should-retry) rule on a retry: an error answer's."""
         response = self._response
         return response if response is not None and not response.is_success else None
 
     @staticmethod
-    def _is_stream(response: httpx.Response) -> bool:
+    def _is_stream(response: httpx2.Response) -> bool:
         kind = response.headers.get("content-type", "")
         return not kind or kind.lower().startswith("text/event-stream")
 
-    def _not_a_stream(self, response: httpx.Response, raw: bytes) -> MalformedResponseError:
+    def _not_a_stream(self, response: httpx2.Response, raw: bytes) -> MalformedResponseError:
         seen = raw[:300].decode("utf-8", "replace")
         kind = response.headers.get("content-type", "")
         return self.client._malformed(response, f"a stream was asked for, but the answer is {kind!r}, not "
                                                 f"'text/event-stream'; the body began: {seen!r}")
 
     @staticmethod
-    def _no_first_byte(response: httpx.Response) -> httpx.RemoteProtocolError:
-        return httpx.RemoteProtocolError("the stream ended before its first byte", request=response.request)
+    def _no_first_byte(response: httpx2.Response) -> httpx2.RemoteProtocolError:
+        return httpx2.RemoteProtocolError("the stream ended before its first byte", request=response.request)
 
     # Reading -----------------------------------------------------------------------------
 
@@ -631,7 +631,7 @@ class StreamCore:
         response = self._response
         assert response is not None
         if time.monotonic() > self._ends or waited > self.client.timeout:
-            raise httpx.ReadTimeout("the stream's deadline passed while reading", request=response.request)
+            raise httpx2.ReadTimeout("the stream's deadline passed while reading", request=response.request)
         if piece is None:
             return b""
         if not piece:
@@ -649,13 +649,13 @@ class StreamCore:
 
     def _read_failed(self, exc: Exception) -> APIError:
         """A failed read after the first byte, as the caller's error: never retried (see the drivers)."""
-        if isinstance(exc, httpx.TimeoutException):
+        if isinstance(exc, httpx2.TimeoutException):
             if time.monotonic() >= self._ends - 0.001:  # asyncio may fire a deadline a hair early
                 why = f"did not finish within stream_timeout={self.client.stream_timeout:g} s"
             else:
                 why = f"stalled: no bytes for {self.client.timeout:g} s (the timeout)"
             return self._broken(self._stream_error("stream_timeout", why))
-        if isinstance(exc, httpx.TransportError):
+        if isinstance(exc, httpx2.TransportError):
             return self._broken(self._stream_error("stream_interrupted", f"was cut ({type(exc).__name__}: {exc})"))
         assert isinstance(exc, APIError)
         return self._broken(exc)
@@ -809,7 +809,7 @@ class MessageStream(StreamCore):
                 self._first = self._read()
                 if not self._first:
                     raise self._no_first_byte(response)
-        except httpx.TransportError as exc:
+        except httpx2.TransportError as exc:
             retry = client._lost(exc, "no stream began", self._refusal())
             self._close_response()
             raise retry from None
@@ -840,7 +840,7 @@ class MessageStream(StreamCore):
         try:
             with deadline.until(self._ends):
                 return self._read()
-        except (httpx.TransportError, MalformedResponseError) as exc:
+        except (httpx2.TransportError, MalformedResponseError) as exc:
             raise self._read_failed(exc) from None
 
     def _read(self) -> bytes:

@@ -5,7 +5,7 @@
     print(agent.run("What's the weather in Paris?").text)
 
 Five parts, in the notebooks' order: the call (01), tools (02), the loop (03), the
-window (04), the agent (05). It needs httpx and the standard library; offline (no
+window (04), the agent (05). It needs httpx2 and the standard library; offline (no
 ANTHROPIC_API_KEY, or MINIAGENT_OFFLINE=1) it talks to the package's mock in-process.
 The rest of the package is this file grown up: the same ideas with every edge
 hardened, measured and tested (`client.py`, `tools.py`, `loop.py`, `context.py`,
@@ -23,7 +23,7 @@ import typing
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
-import httpx
+import httpx2
 
 MODEL = "claude-sonnet-5-5"
 API_URL = "https://api.anthropic.com"
@@ -45,10 +45,10 @@ class LLM:
     """One POST to /v1/messages, tried again on 429/5xx/529, with the answer checked."""
 
     def __init__(self, api_key: str, *, model: str = MODEL, base_url: str = API_URL,
-                 transport: httpx.BaseTransport | None = None, max_tokens: int = 1024,
+                 transport: httpx2.BaseTransport | None = None, max_tokens: int = 1024,
                  retries: int = 3, timeout: float = 60.0):
         self.model, self.max_tokens, self.retries = model, max_tokens, retries
-        self.http = httpx.Client(base_url=base_url, transport=transport, timeout=timeout,
+        self.http = httpx2.Client(base_url=base_url, transport=transport, timeout=timeout,
                                  headers={"x-api-key": api_key, "anthropic-version": "2023-06-01"})
 
     def create(self, messages: list, *, system: str | None = None, tools: list | None = None) -> dict:
@@ -60,9 +60,9 @@ class LLM:
         for attempt in range(self.retries + 1):
             try:
                 response = self.http.post("/v1/messages", json=body)
-            except httpx.TimeoutException:
+            except httpx2.TimeoutException:
                 raise APIError("the API did not answer in time", type="timeout") from None
-            except httpx.HTTPError as exc:  # the message names the host, never the headers
+            except httpx2.HTTPError as exc:  # the message names the host, never the headers
                 raise APIError(f"could not reach the API: {type(exc).__name__}", type="connection") from None
             if response.status_code in RETRIED and attempt < self.retries:
                 wait = response.headers.get("retry-after", "")
@@ -72,7 +72,7 @@ class LLM:
         raise AssertionError("unreachable")
 
 
-def _answer(response: httpx.Response) -> dict:
+def _answer(response: httpx2.Response) -> dict:
     """The message in a 200, or the APIError a non-200 or a malformed body means."""
     try:
         data = response.json()

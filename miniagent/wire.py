@@ -2,7 +2,7 @@
 
 The client trusts neither side blindly. Going out, a body must be real JSON: a NaN,
 a lone surrogate ("\\ud800", which Python strings allow and UTF-8 does not) or a
-set would make httpx fail deep inside with an error naming nothing, so `encode_body`
+set would make httpx2 fail deep inside with an error naming nothing, so `encode_body`
 fails first and names the value. Coming in, a 200 from a broken proxy can hold
 anything; `message_problem` says what is wrong with it before the loop trips over
 a missing `content` or a `tool_use` without an `id`. `bounded_copy` keeps the
@@ -62,7 +62,7 @@ def decompressed(chunks: Iterable[bytes], encoding: str, step: int = 65_536) -> 
     """A body's bytes decompressed at most `step` bytes at a time.
 
     A 200 kB gzip body can expand to 200 MB; decompressing a chunk in one go (what
-    httpx does) holds all of it in memory before anyone can count it. Pieces of
+    httpx2 does) holds all of it in memory before anyone can count it. Pieces of
     `step` bytes let the reader stop at its size limit. ValueError for an encoding
     that was not asked for (the client asks for gzip and deflate) or a corrupt body.
     """

@@ -51,7 +51,7 @@ import time
 from pathlib import Path
 from typing import Any, Iterator
 
-import httpx
+import httpx2
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
@@ -151,12 +151,12 @@ LLAMACPP_KNOWN: dict[str, str] = {
 
 
 class Reply:
-    def __init__(self, status: int, headers: httpx.Headers, text: str) -> None:
+    def __init__(self, status: int, headers: httpx2.Headers, text: str) -> None:
         self.status, self.headers, self.text = status, headers, text
         self._events: list[dict] | None = None
 
     @classmethod
-    def of(cls, response: httpx.Response) -> "Reply":
+    def of(cls, response: httpx2.Response) -> "Reply":
         return cls(response.status_code, response.headers, response.text)
 
     def json(self) -> Any:
@@ -181,7 +181,7 @@ class Target:
     (`retry`: the statuses that mean busy; llama.cpp's 500 means a request it could not take, so none).
     With `saved` (a list), every exchange is appended to it, for `--save-replies`."""
 
-    def __init__(self, name: str, client: httpx.Client | None, key: str, model: str, run_id: str,
+    def __init__(self, name: str, client: httpx2.Client | None, key: str, model: str, run_id: str,
                  retry: tuple[int, ...] = RETRY_STATUSES, saved: list | None = None) -> None:
         self.name, self.client, self.key, self.model, self.run_id = name, client, key, model, run_id
         self.retry, self.saved = retry, saved
@@ -205,7 +205,7 @@ class Target:
         for attempt in range(4):
             try:
                 response = self.client.request(method, path, content=content, headers=headers)
-            except httpx.RemoteProtocolError:
+            except httpx2.RemoteProtocolError:
                 # a kept-alive connection the server had closed (llama.cpp's, after some streams): once more,
                 # on a new connection, as every client does
                 response = self.client.request(method, path, content=content, headers=headers)
@@ -239,10 +239,10 @@ class Replayed(Target):
         waiting = self.replies.get(exchange_key(method, path, content, headers, self.key)) or []
         if not waiting:
             self.missing.append(f"{method} {path}")
-            return Reply(599, httpx.Headers({"content-type": "application/json"}), json.dumps(
+            return Reply(599, httpx2.Headers({"content-type": "application/json"}), json.dumps(
                 {"error": {"type": "not_saved", "message": f"no saved reply for {method} {path}: save them again"}}))
         entry = waiting.pop(0)
-        return Reply(entry["status"], httpx.Headers(entry["headers"]), entry["text"])
+        return Reply(entry["status"], httpx2.Headers(entry["headers"]), entry["text"])
 
 
 def fill(value: Any, model: str) -> Any:
@@ -259,7 +259,7 @@ def fill(value: Any, model: str) -> Any:
 def observe(probe: Probe, target: Target) -> dict[str, Any]:
     try:
         return probe.run(target)
-    except (httpx.HTTPError, ValueError, KeyError, TypeError, IndexError) as exc:
+    except (httpx2.HTTPError, ValueError, KeyError, TypeError, IndexError) as exc:
         return {"crashed": f"{type(exc).__name__}: {exc}"[:300]}
 
 
@@ -339,7 +339,7 @@ def run_llamacpp(probes: list[Probe], target: Target, verbose: bool) -> dict[str
 
 
 def llamacpp_target(url: str, run_id: str, saved: list | None) -> Target:
-    return Target("llama.cpp", httpx.Client(base_url=url, timeout=600), os.environ.get("LLAMACPP_API_KEY") or
+    return Target("llama.cpp", httpx2.Client(base_url=url, timeout=600), os.environ.get("LLAMACPP_API_KEY") or
                   LLAMACPP_KEY, os.environ.get("MINIAGENT_LLAMACPP_MODEL") or LLAMACPP_MODEL, run_id, retry=(),
                   saved=saved)
 
@@ -398,7 +398,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"contract: no probe matches {args.only!r}")
         return 2
     run_id = time.strftime("%Y%m%dT%H%M%S")
-    mock = Target("mock", httpx.Client(transport=MockAPI(api_keys={MOCK_KEY}).transport(), base_url="http://mock",
+    mock = Target("mock", httpx2.Client(transport=MockAPI(api_keys={MOCK_KEY}).transport(), base_url="http://mock",
                                        timeout=30), MOCK_KEY, args.model, run_id)
     real = None
     if live:
@@ -415,7 +415,7 @@ def main(argv: list[str] | None = None) -> int:
                 print("contract: not confirmed: probing the mock only")
                 live = False
         if live:
-            real = Target("real", httpx.Client(base_url=base_url, timeout=120), key, args.model, run_id)
+            real = Target("real", httpx2.Client(base_url=base_url, timeout=120), key, args.model, run_id)
 
     where = f"the mock and the real API ({args.model})" if real else f"the mock ({args.model}), offline"
     print(f"contract: {len(probes)} probes, {where}")
@@ -462,7 +462,7 @@ def main(argv: list[str] | None = None) -> int:
             target = llamacpp_target(url, run_id, [] if args.save_replies else None)
             try:
                 health = target.client.get("/health", timeout=10).status_code
-            except httpx.HTTPError as exc:
+            except httpx2.HTTPError as exc:
                 health = f"{type(exc).__name__}: {exc}"
             if health != 200:
                 print(f"contract: llama.cpp's server at {url} is not ready (/health: {health})")

@@ -248,12 +248,12 @@ def _answered(code: int, out: str, err: str) -> str | None:
 
 SERVED = """
 import json, sys
-import httpx
+import httpx2
 from miniagent.serve import create_app, serve_in_thread
 server, base = serve_in_thread(create_app(), port=int(sys.argv[1]))  # a taken port fails at once
 events = []
-with httpx.stream("POST", f"{base}/chat/stream", json={"message": sys.argv[2]},
-                  timeout=httpx.Timeout(None, connect=10)) as reply:
+with httpx2.stream("POST", f"{base}/chat/stream", json={"message": sys.argv[2]},
+                  timeout=httpx2.Timeout(None, connect=10)) as reply:
     reply.raise_for_status()
     for line in reply.iter_lines():
         if line.startswith("event: "):

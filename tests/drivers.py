@@ -9,7 +9,7 @@ for several calls), and a stream is read one event per run, so the test's own co
 runs between two events exactly as it does with the blocking client.
 
 Test doubles made for the blocking client are translated on the way in: an
-`httpx.MockTransport` whose responses have a plain generator as their body gets the
+`httpx2.MockTransport` whose responses have a plain generator as their body gets the
 same body as an async stream, the mock's `transport()` becomes its `async_transport()`,
 and a plain `sleep` function becomes an async one.
 """
@@ -20,7 +20,7 @@ import asyncio
 import time
 from typing import Any, Callable
 
-import httpx
+import httpx2
 import pytest
 
 from miniagent.aclient import AsyncClient, AsyncMessageStream, connect_async
@@ -142,19 +142,19 @@ def _async(sleep: Callable[[float], Any]) -> Callable[[float], Any]:
 def _async_transport(transport: Any) -> Any:
     if isinstance(transport, MockAPITransport):
         return transport.mock.async_transport(sleep=_async(transport.sleep))
-    if isinstance(transport, httpx.MockTransport):
+    if isinstance(transport, httpx2.MockTransport):
         handler = transport.handler
-        return httpx.MockTransport(lambda request: _async_body(handler(request)))
+        return httpx2.MockTransport(lambda request: _async_body(handler(request)))
     return transport
 
 
-def _async_body(response: httpx.Response) -> httpx.Response:
-    if not isinstance(response.stream, httpx.AsyncByteStream):
+def _async_body(response: httpx2.Response) -> httpx2.Response:
+    if not isinstance(response.stream, httpx2.AsyncByteStream):
         response.stream = AsyncBody(response.stream)
     return response
 
 
-class AsyncBody(httpx.AsyncByteStream):
+class AsyncBody(httpx2.AsyncByteStream):
     """A body given as a plain iterator, read by async code; an exception in it breaks the body there."""
 
     def __init__(self, chunks: Any) -> None:

@@ -4,7 +4,7 @@
 (Messages API) message, `chunks(message)` its stream, `sse(chunks)` the bytes on the
 wire. They are the inverse of `providers.from_openai_response` and `ChunkTranslator`,
 written independently of them, so a round trip through both checks both.
-`handler(...)` makes an `httpx.MockTransport` answer with a given list of replies.
+`handler(...)` makes an `httpx2.MockTransport` answer with a given list of replies.
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 from typing import Any, Callable
 
-import httpx
+import httpx2
 
 from miniagent.providers import FINISH_REASONS
 
@@ -94,17 +94,17 @@ def sse(chunks: list[dict], *, done: bool = True) -> bytes:
 
 
 def reply(status: int = 200, payload: Any = None, *, stream: bytes | None = None,
-          headers: dict[str, str] | None = None) -> httpx.Response:
+          headers: dict[str, str] | None = None) -> httpx2.Response:
     if stream is not None:
-        return httpx.Response(status, headers={"content-type": "text/event-stream", **(headers or {})},
+        return httpx2.Response(status, headers={"content-type": "text/event-stream", **(headers or {})},
                               content=stream)
-    return httpx.Response(status, json=payload, headers=headers or {})
+    return httpx2.Response(status, json=payload, headers=headers or {})
 
 
-def handler(replies: list[httpx.Response | Exception | Callable[[httpx.Request], httpx.Response]],
-            seen: list[httpx.Request]) -> Callable[[httpx.Request], httpx.Response]:
+def handler(replies: list[httpx2.Response | Exception | Callable[[httpx2.Request], httpx2.Response]],
+            seen: list[httpx2.Request]) -> Callable[[httpx2.Request], httpx2.Response]:
     """A MockTransport handler answering with `replies` in order (the last one repeats); `seen` gets each request."""
-    def handle(request: httpx.Request) -> httpx.Response:
+    def handle(request: httpx2.Request) -> httpx2.Response:
         seen.append(request)
         item = replies[min(len(seen), len(replies)) - 1]
         if isinstance(item, Exception):
@@ -113,6 +113,6 @@ def handler(replies: list[httpx.Response | Exception | Callable[[httpx.Request],
     return handle
 
 
-def error(status: int, message: str, kind: str, code: str | None = None, **headers: str) -> httpx.Response:
-    return httpx.Response(status, json={"error": {"message": message, "type": kind, "param": None, "code": code}},
+def error(status: int, message: str, kind: str, code: str | None = None, **headers: str) -> httpx2.Response:
+    return httpx2.Response(status, json={"error": {"message": message, "type": kind, "param": None, "code": code}},
                           headers={"x-request-id": "req_openai_1", **headers})

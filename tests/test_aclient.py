@@ -16,7 +16,7 @@ import gzip
 import json
 import tracemalloc
 
-import httpx
+import httpx2
 import pytest
 
 import miniagent
@@ -115,10 +115,10 @@ def test_a_decompression_bomb_is_refused_while_it_is_read():
     pieces = [bomb()[i:i + 4096] for i in range(0, len(bomb()), 4096)]
 
     def handler(request):
-        return httpx.Response(200, content=iter(pieces), headers={"content-type": "application/json",
+        return httpx2.Response(200, content=iter(pieces), headers={"content-type": "application/json",
                                                            "content-encoding": "gzip"})
 
-    client = Client(api_key=KEY, base_url="https://api.test", transport=httpx.MockTransport(handler),
+    client = Client(api_key=KEY, base_url="https://api.test", transport=httpx2.MockTransport(handler),
                     max_response_bytes=1_000_000, max_retries=0)
     tracemalloc.start()
     try:
@@ -176,7 +176,7 @@ def test_connect_async_follows_connect(monkeypatch, capsys):
 # --- cancellation: asyncio's Ctrl-C ---------------------------------------------------------
 
 
-class Hanging(httpx.AsyncByteStream):
+class Hanging(httpx2.AsyncByteStream):
     """A body that sends `first`, sets `sent`, then sends nothing until it is closed; it notes that it was."""
 
     def __init__(self, first: bytes, sent: asyncio.Event) -> None:
@@ -197,9 +197,9 @@ def hanging_client(first: bytes, headers: dict):
 
     def handler(request):
         bodies.append(Hanging(first, sent))
-        return httpx.Response(200, stream=bodies[-1], headers=headers)
+        return httpx2.Response(200, stream=bodies[-1], headers=headers)
 
-    return AsyncClient(api_key=KEY, base_url="https://api.test", transport=httpx.MockTransport(handler)), bodies, sent
+    return AsyncClient(api_key=KEY, base_url="https://api.test", transport=httpx2.MockTransport(handler)), bodies, sent
 
 
 async def cancelled(coroutine, started: asyncio.Event) -> BaseException:
@@ -268,10 +268,10 @@ def test_a_call_cancelled_while_waiting_to_retry_sends_nothing_more():
 
 
 def test_a_trickling_body_is_cut_at_the_timeout_by_asyncio_and_closed():
-    """httpx's per-read timeout never fires on a byte every 10 ms; the attempt's deadline does."""
+    """httpx2's per-read timeout never fires on a byte every 10 ms; the attempt's deadline does."""
     closed = []
 
-    class Trickle(httpx.AsyncByteStream):
+    class Trickle(httpx2.AsyncByteStream):
         async def __aiter__(self):
             for byte in json.dumps({"type": "message", "padding": "x" * 1000}).encode():
                 await asyncio.sleep(0.01)
@@ -281,7 +281,7 @@ def test_a_trickling_body_is_cut_at_the_timeout_by_asyncio_and_closed():
             closed.append(True)
 
     client = AsyncClient(api_key=KEY, base_url="https://api.test", timeout=0.1, max_retries=0,
-                         transport=httpx.MockTransport(lambda r: httpx.Response(200, stream=Trickle())))
+                         transport=httpx2.MockTransport(lambda r: httpx2.Response(200, stream=Trickle())))
     with pytest.raises(APITimeoutError, match="no complete response within the timeout of 0.1 s"):
         asyncio.run(client.create(QUESTION))
     assert closed and aclient.AsyncClient is AsyncClient

@@ -3,7 +3,7 @@
 import json
 import logging
 
-import httpx
+import httpx2
 import pytest
 
 from drivers import both
@@ -20,7 +20,7 @@ HELLO = [{"role": "user", "content": "hello"}]
 
 def error(status, kind, message, headers=None):
     body = {"type": "error", "error": {"type": kind, "message": message}}
-    return httpx.Response(status, json=body, headers={"request-id": "req_42", **(headers or {})})
+    return httpx2.Response(status, json=body, headers={"request-id": "req_42", **(headers or {})})
 
 
 def make(replies, **kwargs):
@@ -35,7 +35,7 @@ def make(replies, **kwargs):
             raise reply
         return reply
 
-    c = Client(api_key=CANARY, base_url="https://api.test", transport=httpx.MockTransport(handler),
+    c = Client(api_key=CANARY, base_url="https://api.test", transport=httpx2.MockTransport(handler),
                sleep=sleeps.append, **kwargs)
     return c, seen, sleeps
 
@@ -47,7 +47,7 @@ OPENAI_OK = {"id": "chatcmpl-1", "object": "chat.completion", "created": 1, "mod
 
 @both
 def test_request_body_and_headers():
-    c, seen, _ = make([httpx.Response(200, json=OK)], model="claude-x", max_tokens=77)
+    c, seen, _ = make([httpx2.Response(200, json=OK)], model="claude-x", max_tokens=77)
     c.create(HELLO, system="be brief")
     req = seen[0]
     assert req.url == "https://api.test/v1/messages"
@@ -63,7 +63,7 @@ def test_endpoint_is_where_and_how_the_client_itself_sends(preset):
     format = providers.preset(preset).wire_format()
     seen = []
     c = Client(api_key=CANARY, base_url="https://api.test/v1" if format.name == "openai" else "https://api.test/",
-               format=format, transport=httpx.MockTransport(lambda r: seen.append(r) or httpx.Response(
+               format=format, transport=httpx2.MockTransport(lambda r: seen.append(r) or httpx2.Response(
                    200, json=OK if format.name == "anthropic" else OPENAI_OK)))
     url, headers = c.endpoint()
     c.create(HELLO)
@@ -83,7 +83,7 @@ def test_each_answer_s_record_keeps_its_usage_in_the_messages_api_s_terms(preset
     answer = {**OPENAI_OK, "usage": wire_usage} if format.name == "openai" else {
         **OK, "usage": {"input_tokens": 10, "cache_read_input_tokens": 20, "output_tokens": 1}}
     c = Client(api_key=CANARY, base_url="https://api.test", format=format,
-               transport=httpx.MockTransport(lambda r: httpx.Response(200, json=answer)))
+               transport=httpx2.MockTransport(lambda r: httpx2.Response(200, json=answer)))
     c.create(HELLO)
     assert c.last.usage == {"input_tokens": 10, "cache_read_input_tokens": 20, "output_tokens": 1}
     assert c.last.response["usage"] == answer["usage"]  # the record itself stays as it came
@@ -102,7 +102,7 @@ def test_optional_fields_left_out_when_unset():
 def test_two_faults_then_success_after_two_retries(status, kind, cls):
     headers = {"retry-after": "0.25"} if status == 429 else {}
     c, seen, sleeps = make([error(status, kind, "busy", headers), error(status, kind, "busy", headers),
-                            httpx.Response(200, json=OK)])
+                            httpx2.Response(200, json=OK)])
     assert c.create(HELLO)["content"][0]["text"] == "hi"
     assert len(seen) == 3 and len(sleeps) == 2
     if status == 429:
@@ -116,7 +116,7 @@ def test_two_faults_then_success_after_two_retries(status, kind, cls):
 @both
 def test_retry_after_ms_wins_over_retry_after():
     c, _, sleeps = make([error(429, "rate_limit_error", "slow down", {"retry-after": "9", "retry-after-ms": "40"}),
-                         httpx.Response(200, json=OK)])
+                         httpx2.Response(200, json=OK)])
     c.create(HELLO)
     assert sleeps == [0.04]
 
@@ -162,30 +162,30 @@ def test_retry_after_longer_than_the_cap_is_not_waited_for():
 
 @both
 def test_connection_errors_and_timeouts_are_retried():
-    c, seen, _ = make([httpx.ConnectError("refused"), httpx.ReadTimeout("slow"), httpx.Response(200, json=OK)])
+    c, seen, _ = make([httpx2.ConnectError("refused"), httpx2.ReadTimeout("slow"), httpx2.Response(200, json=OK)])
     assert c.create(HELLO)["stop_reason"] == "end_turn"
     assert len(seen) == 3
-    c2, _, _ = make([httpx.ReadTimeout("slow")] * 3)
+    c2, _, _ = make([httpx2.ReadTimeout("slow")] * 3)
     with pytest.raises(APITimeoutError):
         c2.create(HELLO)
-    c3, _, _ = make([httpx.RemoteProtocolError("dropped")] * 3)
+    c3, _, _ = make([httpx2.RemoteProtocolError("dropped")] * 3)
     with pytest.raises(APIConnectionError):
         c3.create(HELLO)
 
 
 @both
 def test_malformed_responses_are_named():
-    c, _, _ = make([httpx.Response(200, text="<html>proxy login</html>")])
+    c, _, _ = make([httpx2.Response(200, text="<html>proxy login</html>")])
     with pytest.raises(MalformedResponseError, match="not JSON"):
         c.create(HELLO)
-    c2, _, _ = make([httpx.Response(200, json={"hello": "world"})])
+    c2, _, _ = make([httpx2.Response(200, json={"hello": "world"})])
     with pytest.raises(MalformedResponseError, match="not a Messages API response: 'type' should be \"message\""):
         c2.create(HELLO)
 
 
 @both
 def test_usage_totals_add_up():
-    c, _, _ = make([httpx.Response(200, json=OK), httpx.Response(200, json=OK)])
+    c, _, _ = make([httpx2.Response(200, json=OK), httpx2.Response(200, json=OK)])
     c.create(HELLO)
     c.create(HELLO)
     assert (c.usage.input_tokens, c.usage.output_tokens, c.usage.calls) == (20, 6, 2)
@@ -193,7 +193,7 @@ def test_usage_totals_add_up():
 
 @both
 def test_exchange_records_are_snapshots():
-    c, _, _ = make([httpx.Response(200, json=OK)])
+    c, _, _ = make([httpx2.Response(200, json=OK)])
     messages = list(HELLO)
     c.create(messages)
     messages.append({"role": "assistant", "content": "later"})
@@ -204,7 +204,7 @@ def test_exchange_records_are_snapshots():
 def test_canary_key_never_leaks(caplog):
     caplog.set_level(logging.DEBUG)
     echo = error(401, "authentication_error", f"invalid x-api-key: {CANARY}")
-    c, _, _ = make([echo, httpx.ConnectError(f"cannot connect with {CANARY}")] + [httpx.ConnectError("x")] * 2)
+    c, _, _ = make([echo, httpx2.ConnectError(f"cannot connect with {CANARY}")] + [httpx2.ConnectError("x")] * 2)
     texts = [repr(c)]
     for _ in range(2):
         with pytest.raises(Exception) as info:

@@ -12,7 +12,7 @@ import threading
 import time
 import tracemalloc
 
-import httpx
+import httpx2
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -39,7 +39,7 @@ def replying(*replies, **kwargs):
 
     kwargs.setdefault("max_retries", 0)
     client = Client(api_key=kwargs.pop("api_key", KEY), base_url="https://api.test",
-                    transport=httpx.MockTransport(handler), sleep=lambda s: None, **kwargs)
+                    transport=httpx2.MockTransport(handler), sleep=lambda s: None, **kwargs)
     return client, seen
 
 
@@ -54,7 +54,7 @@ def forms_of(key: str) -> list[str]:
 
 @both
 def test_surrounding_whitespace_is_stripped_from_a_key():
-    client, seen = replying(httpx.Response(200, json=OK), api_key=f"  {KEY}\n")
+    client, seen = replying(httpx2.Response(200, json=OK), api_key=f"  {KEY}\n")
     client.create(HELLO)
     assert seen[0].headers["x-api-key"] == KEY
 
@@ -71,7 +71,7 @@ def test_surrounding_whitespace_is_stripped_from_a_key():
 ])
 def test_a_key_with_bad_characters_inside_is_refused_before_any_request(bad, what):
     with pytest.raises(InvalidAPIKeyError) as info:
-        Client(api_key=bad, transport=httpx.MockTransport(lambda r: pytest.fail("a request was sent")))
+        Client(api_key=bad, transport=httpx2.MockTransport(lambda r: pytest.fail("a request was sent")))
     err = info.value
     assert what in str(err) and "character 13 of" in str(err)
     for text in (str(err), repr(err), err.message, repr(err.args)):
@@ -116,8 +116,8 @@ def test_redaction_never_rewrites_the_data():
 @both
 def test_the_key_in_a_successful_answer_is_data_but_in_an_error_it_is_redacted():
     echoed = {**OK, "content": [{"type": "text", "text": f"your key is {KEY}"}]}
-    client, _ = replying(httpx.Response(200, json=echoed),
-                         httpx.Response(401, json={"type": "error", "error": {"type": "authentication_error",
+    client, _ = replying(httpx2.Response(200, json=echoed),
+                         httpx2.Response(401, json={"type": "error", "error": {"type": "authentication_error",
                                                                               "message": f"invalid x-api-key {KEY}"}}))
     assert client.create(HELLO) == echoed
     with pytest.raises(APIError) as info:
@@ -162,7 +162,7 @@ BROKEN = {
 @pytest.mark.parametrize("name", BROKEN)
 @both
 def test_every_malformed_200_is_one_typed_error_with_status_and_request_id(name):
-    client, _ = replying(httpx.Response(200, json=BROKEN[name], headers={"request-id": "req_broken"}))
+    client, _ = replying(httpx2.Response(200, json=BROKEN[name], headers={"request-id": "req_broken"}))
     with pytest.raises(MalformedResponseError) as info:
         client.create(HELLO)
     assert info.value.status == 200 and info.value.request_id == "req_broken"
@@ -172,7 +172,7 @@ def test_every_malformed_200_is_one_typed_error_with_status_and_request_id(name)
 @pytest.mark.parametrize("body", [b"", b"{", b"\xff\xfe\x00", b"[" * 100_000 + b"]" * 100_000, b"null"])
 @both
 def test_a_200_that_is_not_json_or_too_deep_is_malformed(body):
-    client, _ = replying(httpx.Response(200, content=body, headers={"request-id": "req_x"}))
+    client, _ = replying(httpx2.Response(200, content=body, headers={"request-id": "req_x"}))
     with pytest.raises(MalformedResponseError) as info:
         client.create(HELLO)
     assert info.value.request_id == "req_x"
@@ -181,7 +181,7 @@ def test_a_200_that_is_not_json_or_too_deep_is_malformed(body):
 @pytest.mark.parametrize("payload", [{"input_tokens": "5"}, {"tokens": 5}, [], {"input_tokens": -1}])
 @both
 def test_a_malformed_count_tokens_answer_is_typed(payload):
-    client, _ = replying(httpx.Response(200, json=payload))
+    client, _ = replying(httpx2.Response(200, json=payload))
     with pytest.raises(MalformedResponseError):
         client.count_tokens(HELLO)
 
@@ -197,7 +197,7 @@ JSON = st.recursive(st.none() | st.booleans() | st.integers() | st.floats(allow_
 def test_any_corruption_of_a_response_is_a_message_or_a_typed_error(key, value, block_key, block_value):
     corrupt = {**OK, key: value, "content": [{"type": "tool_use", "id": "t", "name": "f", "input": {},
                                               block_key: block_value}]}
-    client, _ = replying(httpx.Response(200, json=corrupt))
+    client, _ = replying(httpx2.Response(200, json=corrupt))
     try:
         message = client.create(HELLO)
     except MalformedResponseError:
@@ -208,7 +208,7 @@ def test_any_corruption_of_a_response_is_a_message_or_a_typed_error(key, value, 
 @both
 def test_an_error_body_of_any_shape_is_a_typed_error():
     for body in ({"error": "boom"}, {"error": {"message": 5, "type": ["x"]}}, [], "x" * 10_000):
-        client, _ = replying(httpx.Response(500, json=body))
+        client, _ = replying(httpx2.Response(500, json=body))
         with pytest.raises(APIError) as info:
             client.create(HELLO)
         assert info.value.status == 500 and len(str(info.value)) < 3000
@@ -235,14 +235,14 @@ def test_an_error_body_of_any_shape_is_a_typed_error():
     ({"retry-after-ms": "-inf"}, None),
 ])
 def test_retry_after_in_any_form_never_crashes(headers, expected):
-    assert retry_after_seconds(httpx.Headers(headers)) == expected
+    assert retry_after_seconds(httpx2.Headers(headers)) == expected
 
 
 @settings(deadline=None)
 @given(value=st.text(alphabet=st.characters(min_codepoint=32, max_codepoint=255), max_size=40),
        name=st.sampled_from(["retry-after", "retry-after-ms"]))
 def test_retry_after_is_none_or_a_bounded_wait(value, name):
-    seconds = retry_after_seconds(httpx.Headers({name: value.encode("latin-1")}))
+    seconds = retry_after_seconds(httpx2.Headers({name: value.encode("latin-1")}))
     assert seconds is None or 0.0 <= seconds <= MAX_RETRY_AFTER
 
 
@@ -250,12 +250,12 @@ def test_retry_after_is_none_or_a_bounded_wait(value, name):
 def test_unreadable_retry_after_falls_back_to_backoff_and_absurd_is_not_waited():
     busy = {"type": "error", "error": {"type": "rate_limit_error", "message": "slow down"}}
     waits = []
-    client, _ = replying(httpx.Response(429, json=busy, headers={"retry-after": "whenever"}),
-                         httpx.Response(200, json=OK), max_retries=1)
+    client, _ = replying(httpx2.Response(429, json=busy, headers={"retry-after": "whenever"}),
+                         httpx2.Response(200, json=OK), max_retries=1)
     client.sleep = waits.append
     client.create(HELLO)
     assert len(waits) == 1 and 0.375 <= waits[0] <= 0.5  # the first backoff step, with jitter
-    client, _ = replying(httpx.Response(429, json=busy, headers={"retry-after": "1e308"}), max_retries=3)
+    client, _ = replying(httpx2.Response(429, json=busy, headers={"retry-after": "1e308"}), max_retries=3)
     with pytest.raises(APIError, match="asked to wait 86400 s, more than max_retry_wait"):
         client.create(HELLO)
 
@@ -332,7 +332,7 @@ def test_a_server_that_trickles_cannot_hold_an_attempt_past_its_timeout(what, pa
 @both
 def test_an_oversized_response_is_refused_while_reading():
     big = {**OK, "content": [{"type": "text", "text": "x" * 3_000_000}]}
-    client, _ = replying(httpx.Response(200, json=big), max_response_bytes=1_000_000)
+    client, _ = replying(httpx2.Response(200, json=big), max_response_bytes=1_000_000)
     with pytest.raises(ResponseTooLargeError, match="larger than max_response_bytes=1,000,000"):
         client.create(HELLO)
     assert client.last.error and client.last.status == 200
@@ -366,7 +366,7 @@ def test_a_decompression_bomb_fails_without_exhausting_memory():
 def test_records_of_exchanges_are_bounded_but_the_caller_gets_everything():
     long = "y" * 5_000_000
     reply = {**OK, "content": [{"type": "text", "text": long}]}
-    client, _ = replying(httpx.Response(200, json=reply))
+    client, _ = replying(httpx2.Response(200, json=reply))
     answer = client.create([{"role": "user", "content": long}])
     assert answer["content"][0]["text"] == long
     record = json.dumps(client.last.to_dict())

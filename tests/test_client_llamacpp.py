@@ -19,7 +19,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-import httpx
+import httpx2
 import pytest
 
 from miniagent.agent import Agent
@@ -56,13 +56,13 @@ def get_time(city: str) -> str:
 def client_of(*replies: tuple[int, bytes], **settings) -> tuple[Client, list[dict], list[float]]:
     sent, sleeps, queue = [], [], list(replies)
 
-    def handler(request: httpx.Request) -> httpx.Response:
+    def handler(request: httpx2.Request) -> httpx2.Response:
         sent.append(json.loads(request.content))
         status, body = queue.pop(0)
-        return httpx.Response(status, content=body, headers=HEADERS)
+        return httpx2.Response(status, content=body, headers=HEADERS)
 
     client = Client(api_key="sk-llamacpp-unused", base_url="http://127.0.0.1:8090", model="smollm2-135m-instruct",
-                    transport=httpx.MockTransport(handler), sleep=sleeps.append, **settings)
+                    transport=httpx2.MockTransport(handler), sleep=sleeps.append, **settings)
     return client, sent, sleeps
 
 

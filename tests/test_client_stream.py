@@ -8,7 +8,7 @@ import threading
 import time
 from pathlib import Path
 
-import httpx
+import httpx2
 import pytest
 
 from drivers import both
@@ -53,7 +53,7 @@ EVENTS = events_of(ANSWER)
 BODY = b"".join(encode_event(e) for e in EVENTS)
 
 
-def sse(body: bytes | list = BODY, status: int = 200, headers: dict | None = None) -> httpx.Response:
+def sse(body: bytes | list = BODY, status: int = 200, headers: dict | None = None) -> httpx2.Response:
     """A streamed answer; a list body is sent piece by piece, and an exception in it breaks the stream there."""
     if isinstance(body, list):
         pieces = list(body)
@@ -63,12 +63,12 @@ def sse(body: bytes | list = BODY, status: int = 200, headers: dict | None = Non
                 if isinstance(piece, Exception):
                     raise piece
                 yield piece
-        return httpx.Response(status, content=stream(), headers={**SSE, **(headers or {})})
-    return httpx.Response(status, content=body, headers={**SSE, **(headers or {})})
+        return httpx2.Response(status, content=stream(), headers={**SSE, **(headers or {})})
+    return httpx2.Response(status, content=body, headers={**SSE, **(headers or {})})
 
 
 def error(status, kind, message, headers=None):
-    return httpx.Response(status, json={"type": "error", "error": {"type": kind, "message": message}},
+    return httpx2.Response(status, json={"type": "error", "error": {"type": kind, "message": message}},
                           headers={"request-id": "req_err", **(headers or {})})
 
 
@@ -83,7 +83,7 @@ def make(*replies, **kwargs):
             raise reply
         return reply
 
-    client = Client(api_key=KEY, base_url="https://api.test", transport=httpx.MockTransport(handler),
+    client = Client(api_key=KEY, base_url="https://api.test", transport=httpx2.MockTransport(handler),
                     sleep=sleeps.append, **kwargs)
     return client, seen, sleeps
 
@@ -110,7 +110,7 @@ def test_stream_yields_every_event_and_ends_with_the_message():
 
 @both
 def test_create_with_stream_returns_what_create_returns():
-    client, seen, _ = make(httpx.Response(200, json=ANSWER), sse())
+    client, seen, _ = make(httpx2.Response(200, json=ANSWER), sse())
     plain = client.create(HELLO)
     got = []
     streamed = client.create(HELLO, stream=True, on_event=got.append)
@@ -122,7 +122,7 @@ def test_create_with_stream_returns_what_create_returns():
 
 @both
 def test_stream_false_is_a_plain_call_and_on_event_needs_a_stream():
-    client, seen, _ = make(httpx.Response(200, json=ANSWER))
+    client, seen, _ = make(httpx2.Response(200, json=ANSWER))
     assert client.create(HELLO, stream=False) == ANSWER and "stream" not in json.loads(seen[0].content)
     with pytest.raises(TypeError, match="pass stream=True"):
         client.create(HELLO, on_event=print)
@@ -190,7 +190,7 @@ def test_a_429_before_the_stream_is_retried_as_create_does():
 
 @both
 def test_529_5xx_and_dropped_connections_before_the_stream_are_retried_with_backoff():
-    client, seen, sleeps = make(error(529, "overloaded_error", "Overloaded"), httpx.ConnectError("refused"), sse(),
+    client, seen, sleeps = make(error(529, "overloaded_error", "Overloaded"), httpx2.ConnectError("refused"), sse(),
                                 max_retries=2)
     assert client.create(HELLO, stream=True) == ANSWER
     assert len(seen) == 3 and 0.375 <= sleeps[0] <= 0.5 and 0.75 <= sleeps[1] <= 1.0
@@ -198,7 +198,7 @@ def test_529_5xx_and_dropped_connections_before_the_stream_are_retried_with_back
 
 @both
 def test_a_stream_that_ends_before_its_first_byte_is_retried():
-    client, seen, _ = make(sse(b""), sse([httpx.ReadError("reset before any byte")]), sse())
+    client, seen, _ = make(sse(b""), sse([httpx2.ReadError("reset before any byte")]), sse())
     assert client.create(HELLO, stream=True) == ANSWER and len(seen) == 3
 
 
@@ -225,7 +225,7 @@ def test_errors_before_the_stream_keep_their_types_and_limits():
 @both
 def test_a_stream_cut_after_three_events_is_not_retried_and_says_how_far_it_got():
     cut = BODY.index(b"event: content_block_delta")  # after message_start, ping, content_block_start
-    client, seen, sleeps = make(sse([BODY[:cut], httpx.ReadError("connection reset by peer")]), sse())
+    client, seen, sleeps = make(sse([BODY[:cut], httpx2.ReadError("connection reset by peer")]), sse())
     with pytest.raises(StreamError) as info:
         client.create(HELLO, stream=True)
     err = info.value
@@ -242,7 +242,7 @@ def test_a_stream_cut_after_three_events_is_not_retried_and_says_how_far_it_got(
 @both
 def test_a_stream_cut_while_a_tool_call_forms_names_it_and_its_arguments():
     cut = BODY.rindex(b"event:", 0, BODY.rindex(b"input_json_delta"))  # before the tool call's last fragment
-    client, _, _ = make(sse([BODY[:cut], httpx.RemoteProtocolError("peer closed connection")]))
+    client, _, _ = make(sse([BODY[:cut], httpx2.RemoteProtocolError("peer closed connection")]))
     with pytest.raises(StreamError) as info:
         client.create(HELLO, stream=True)
     message = str(info.value)
@@ -291,7 +291,7 @@ def test_a_malformed_stream_is_a_typed_error_with_status_and_request_id(body, wh
 
 @both
 def test_a_json_answer_to_a_stream_request_is_named():
-    client, seen, _ = make(httpx.Response(200, json=ANSWER))
+    client, seen, _ = make(httpx2.Response(200, json=ANSWER))
     with pytest.raises(MalformedResponseError, match="a stream was asked for, but the answer is 'application/json'"):
         client.create(HELLO, stream=True)
     assert len(seen) == 1
@@ -334,7 +334,7 @@ def test_a_declared_size_over_the_bound_is_refused_before_reading():
 def test_a_gzipped_stream_is_read():
     import gzip
 
-    client, _, _ = make(httpx.Response(200, content=gzip.compress(BODY), headers={**SSE, "content-encoding": "gzip"}))
+    client, _, _ = make(httpx2.Response(200, content=gzip.compress(BODY), headers={**SSE, "content-encoding": "gzip"}))
     assert client.create(HELLO, stream=True) == ANSWER
 
 
@@ -360,7 +360,7 @@ def test_an_in_process_stream_that_is_late_is_caught_after_the_fact():
         time.sleep(0.3)
         yield BODY[len(cut_after(3)):]
 
-    client, _, _ = make(httpx.Response(200, content=late(), headers=SSE), timeout=0.1)
+    client, _, _ = make(httpx2.Response(200, content=late(), headers=SSE), timeout=0.1)
     with pytest.raises(StreamError, match="stalled: no bytes for 0.1 s"):
         client.create(HELLO, stream=True)
 
@@ -382,7 +382,7 @@ def test_the_key_never_appears_in_errors_or_records_but_data_is_data():
     echo = {**ANSWER, "content": [{"type": "text", "text": f"your key is {KEY}"}], "stop_reason": "end_turn"}
     leak = cut_after(5) + encode_event({"type": "error", "error": {"type": "api_error", "message": f"bad {KEY}"}})
     client, _, _ = make(sse(b"".join(encode_event(e) for e in events_of(echo))), sse(leak),
-                        sse([cut_after(4), httpx.ReadError(f"reset {KEY}")]), max_retries=0)
+                        sse([cut_after(4), httpx2.ReadError(f"reset {KEY}")]), max_retries=0)
     assert client.create(HELLO, stream=True)["content"][0]["text"] == f"your key is {KEY}"  # data, untouched
     texts = []
     for _ in range(2):

@@ -103,7 +103,7 @@ def test_importing_the_checks_loads_nothing_heavy():
     import sys
 
     code = ("import sys, miniagent\nminiagent.exercises\n"
-            "print(sorted(m for m in ('httpx', 'miniagent.client', 'miniagent.mock', 'ipywidgets')\n"
+            "print(sorted(m for m in ('httpx2', 'miniagent.client', 'miniagent.mock', 'ipywidgets')\n"
             "             if m in sys.modules))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60).stdout
     assert out.strip() == "[]"
@@ -222,8 +222,8 @@ def test_01_1_wrong_answers(nb01):
 
 def test_01_1_other_readings_of_reply_are_refused_with_a_clear_hint(nb01):
     reply = nb01.post({**nb01.body, "system": "Answer in French."})
-    wrong_kind(exercises.check_01_1(reply.json()), "the reply's JSON", "httpx.Response")
-    wrong_kind(exercises.check_01_1(text_of(reply.json())), "holds text", "httpx.Response")
+    wrong_kind(exercises.check_01_1(reply.json()), "the reply's JSON", "httpx2.Response")
+    wrong_kind(exercises.check_01_1(text_of(reply.json())), "holds text", "httpx2.Response")
     wrong_kind(exercises.check_01_1((reply, 1)), "tuple")
     wrong_kind(exercises.check_01_1(42), "an int")
 

@@ -1,11 +1,11 @@
-"""MockAPI through plain httpx and the in-process transport: auth, ids, scripts, faults, records."""
+"""MockAPI through plain httpx2 and the in-process transport: auth, ids, scripts, faults, records."""
 
 from __future__ import annotations
 
 import asyncio
 import json
 
-import httpx
+import httpx2
 import pytest
 
 from miniagent import DEFAULT_MODEL
@@ -48,7 +48,7 @@ def sleep() -> FakeSleep:
 
 @pytest.fixture
 def client(mock, sleep):
-    with httpx.Client(transport=mock.transport(sleep=sleep), base_url="http://mock", timeout=5.0) as c:
+    with httpx2.Client(transport=mock.transport(sleep=sleep), base_url="http://mock", timeout=5.0) as c:
         yield c
 
 
@@ -88,14 +88,14 @@ def test_unknown_routes_are_404(client):
 
 def test_bearer_auth_is_accepted():
     mock = MockAPI(api_keys={KEY}, brain=fixed_brain)
-    with httpx.Client(transport=mock.transport(), base_url="http://mock") as c:
+    with httpx2.Client(transport=mock.transport(), base_url="http://mock") as c:
         r = post(c, headers={"Authorization": f"Bearer {KEY}", "anthropic-version": "2026-10-21"})
     assert r.status_code == 200
 
 
 def test_x_api_key_wins_over_bearer():
     mock = MockAPI(api_keys={KEY}, brain=fixed_brain)
-    with httpx.Client(transport=mock.transport(), base_url="http://mock") as c:
+    with httpx2.Client(transport=mock.transport(), base_url="http://mock") as c:
         good = post(c, headers={**HEADERS, "Authorization": "Bearer wrong"})
         bad = post(c, headers={**HEADERS, "x-api-key": "wrong", "Authorization": f"Bearer {KEY}"})
     assert good.status_code == 200
@@ -110,7 +110,7 @@ def test_missing_key(client):
 
 def test_wrong_key_is_401_and_never_echoed():
     mock = MockAPI(api_keys={KEY})
-    with httpx.Client(transport=mock.transport(), base_url="http://mock") as c:
+    with httpx2.Client(transport=mock.transport(), base_url="http://mock") as c:
         r = post(c, headers={**HEADERS, "x-api-key": "sk-typo-456"})
     assert error_of(r) == (401, "authentication_error", "invalid x-api-key")
     assert "sk-typo-456" not in r.text and KEY not in r.text
@@ -315,14 +315,14 @@ def test_a_slow_success_within_the_timeout(mock, client, sleep):
 
 def test_a_delay_beyond_the_read_timeout_raises_read_timeout(mock, client, sleep):
     mock.fault(delay=2.0)
-    with pytest.raises(httpx.ReadTimeout):
-        post(client, timeout=httpx.Timeout(5.0, read=0.5))
+    with pytest.raises(httpx2.ReadTimeout):
+        post(client, timeout=httpx2.Timeout(5.0, read=0.5))
     assert sleep.calls == [0.5]
 
 
 def test_a_dropped_connection(mock, client):
     mock.fault(drop=True)
-    with pytest.raises(httpx.RemoteProtocolError, match="Server disconnected without sending a response."):
+    with pytest.raises(httpx2.RemoteProtocolError, match="Server disconnected without sending a response."):
         post(client)
     assert mock.records[-1]["status"] is None and mock.records[-1]["response"] is None
     assert post(client).status_code == 200
@@ -346,7 +346,7 @@ def test_the_async_transport():
 
     async def go() -> tuple[int, int]:
         mock.fault(delay=0.2)
-        async with httpx.AsyncClient(transport=mock.async_transport(sleep=fake_sleep), base_url="http://m") as c:
+        async with httpx2.AsyncClient(transport=mock.async_transport(sleep=fake_sleep), base_url="http://m") as c:
             ok = await c.post("/v1/messages", json=BODY, headers=HEADERS)
             mock.fault(529)
             failed = await c.post("/v1/messages", json=BODY, headers=HEADERS)
@@ -374,7 +374,7 @@ def test_fault_header_with_retry_after(client):
 def test_fault_header_slow_and_drop(client, sleep):
     assert post(client, headers={**HEADERS, "x-mock-fault": "slow=0.3"}).status_code == 200
     assert sleep.calls == [0.3]
-    with pytest.raises(httpx.RemoteProtocolError):
+    with pytest.raises(httpx2.RemoteProtocolError):
         post(client, headers={**HEADERS, "x-mock-fault": "drop"})
 
 
@@ -467,9 +467,9 @@ def test_serve_in_thread_answers_and_drops_over_http():
     server, url = serve_in_thread(mock)
     try:
         assert url.startswith("http://127.0.0.1:")
-        assert httpx.post(f"{url}/v1/messages", json=BODY, headers=HEADERS).json()["id"] == "msg_mock_0001"
-        with pytest.raises(httpx.RemoteProtocolError):
-            httpx.post(f"{url}/v1/messages", json=BODY, headers={**HEADERS, "x-mock-fault": "drop"})
+        assert httpx2.post(f"{url}/v1/messages", json=BODY, headers=HEADERS).json()["id"] == "msg_mock_0001"
+        with pytest.raises(httpx2.RemoteProtocolError):
+            httpx2.post(f"{url}/v1/messages", json=BODY, headers={**HEADERS, "x-mock-fault": "drop"})
         assert [r["status"] for r in mock.records] == [200, None]
     finally:
         server.shutdown()

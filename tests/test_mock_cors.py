@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 import socket
 
-import httpx
+import httpx2
 import pytest
 
 from miniagent import DEFAULT_MODEL
@@ -32,7 +32,7 @@ def mock() -> MockAPI:
 
 @pytest.fixture
 def client(mock):
-    with httpx.Client(transport=mock.transport(), base_url="http://mock") as c:
+    with httpx2.Client(transport=mock.transport(), base_url="http://mock") as c:
         yield c
 
 

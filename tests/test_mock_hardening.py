@@ -17,7 +17,7 @@ import time
 import tracemalloc
 from dataclasses import dataclass
 
-import httpx
+import httpx2
 import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
@@ -225,11 +225,11 @@ def test_a_chunked_body_works_over_raw_http(served):
 def test_a_chunked_body_works_from_httpx(served):
     _, port, _ = served
 
-    def pieces():  # a generator body: httpx sends it with transfer-encoding: chunked
+    def pieces():  # a generator body: httpx2 sends it with transfer-encoding: chunked
         yield RAW_BODY[:10]
         yield RAW_BODY[10:]
 
-    r = httpx.post(f"http://127.0.0.1:{port}/v1/messages", content=pieces(), headers=HEADERS)
+    r = httpx2.post(f"http://127.0.0.1:{port}/v1/messages", content=pieces(), headers=HEADERS)
     assert r.request.headers["transfer-encoding"] == "chunked" and r.status_code == 200
 
 
@@ -286,7 +286,7 @@ def test_a_chunked_body_is_refused_as_soon_as_it_passes_the_limit(served):
 def test_a_real_oversized_body_gets_its_413(served):
     """A client that sends all 32 MB + 1 still reads the 413: the server drains before closing."""
     _, port, _ = served
-    r = httpx.post(f"http://127.0.0.1:{port}/v1/messages", content=b"x" * (MAX_BODY + 1), headers=HEADERS)
+    r = httpx2.post(f"http://127.0.0.1:{port}/v1/messages", content=b"x" * (MAX_BODY + 1), headers=HEADERS)
     assert r.status_code == 413 and r.json()["error"]["type"] == "request_too_large"
 
 
@@ -637,15 +637,15 @@ def test_control_endpoints_need_the_key_when_the_mock_has_keys(method, path, bod
 def test_control_endpoints_need_the_key_over_http_too():
     with serving(MockAPI(api_keys={KEY}, brain=fixed_brain)) as (port, _):
         url = f"http://127.0.0.1:{port}"
-        assert httpx.get(f"{url}/_mock/requests").status_code == 401
-        assert httpx.get(f"{url}/_mock/requests", headers={"x-api-key": KEY}).json() == []
+        assert httpx2.get(f"{url}/_mock/requests").status_code == 401
+        assert httpx2.get(f"{url}/_mock/requests", headers={"x-api-key": KEY}).json() == []
 
 
 def test_keys_never_reach_logs_records_or_error_texts():
     """Not even a key sent by mistake in another header, or in the query string."""
     mock = MockAPI(api_keys={KEY}, brain=fixed_brain)
     texts = []
-    with serving(mock) as (port, log), httpx.Client(base_url=f"http://127.0.0.1:{port}") as client:
+    with serving(mock) as (port, log), httpx2.Client(base_url=f"http://127.0.0.1:{port}") as client:
         for headers in (HEADERS, {**HEADERS, "x-api-key": KEY + "x"}, {"authorization": f"Bearer {KEY}"},
                         {"authorization": f"Token {KEY}", "anthropic-version": "2023-06-01"},
                         {**HEADERS, "x-mock-fault": KEY}, {**HEADERS, "anthropic-version": KEY},

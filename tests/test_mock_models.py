@@ -8,7 +8,7 @@ import importlib.util
 import json
 from pathlib import Path
 
-import httpx
+import httpx2
 import pytest
 
 import miniagent
@@ -25,7 +25,7 @@ HELLO = [{"role": "user", "content": "Hello"}]
 
 @pytest.fixture
 def client():
-    with httpx.Client(transport=MockAPI().transport(), base_url="http://mock") as c:
+    with httpx2.Client(transport=MockAPI().transport(), base_url="http://mock") as c:
         yield c
 
 
@@ -201,7 +201,7 @@ def test_models_requests_are_recorded_without_a_body():
 
 def test_a_workshop_may_serve_a_name_of_its_own():
     mock = MockAPI(models=["workshop-model"])
-    with httpx.Client(transport=mock.transport(), base_url="http://mock") as c:
+    with httpx2.Client(transport=mock.transport(), base_url="http://mock") as c:
         assert ask(c, "workshop-model").status_code == 200
         assert error_of(ask(c, miniagent.DEFAULT_MODEL))[0] == 404
         (info,) = get(c, "/v1/models").json()["data"]
@@ -212,7 +212,7 @@ def test_a_workshop_may_serve_a_name_of_its_own():
 
 def test_added_models_keep_the_catalog_and_their_own_limits():
     mock = MockAPI(models=[*MODELS, {"id": "tiny", "max_tokens": 10, "display_name": "Tiny"}])
-    with httpx.Client(transport=mock.transport(), base_url="http://mock") as c:
+    with httpx2.Client(transport=mock.transport(), base_url="http://mock") as c:
         assert ask(c, miniagent.DEFAULT_MODEL).status_code == 200
         assert error_of(ask(c, "tiny", max_tokens=11))[2].startswith("max_tokens: 11 > 10")
 

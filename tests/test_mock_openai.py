@@ -12,7 +12,7 @@ import base64
 import json
 import struct
 
-import httpx
+import httpx2
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
@@ -40,7 +40,7 @@ def mock():
 
 
 def post(mock, path, body, headers=BEARER, raw=None):
-    with httpx.Client(transport=mock.transport(), base_url="http://mock") as client:
+    with httpx2.Client(transport=mock.transport(), base_url="http://mock") as client:
         return client.post(path, headers=headers, content=raw if raw is not None else json.dumps(body))
 
 
@@ -438,7 +438,7 @@ def test_a_tool_only_answer_starts_with_null_content(mock):
 
 
 def test_stream_faults_cut_and_error(mock):
-    with pytest.raises(httpx.RemoteProtocolError):
+    with pytest.raises(httpx2.RemoteProtocolError):
         chat(mock, BODY, stream=True, headers={**BEARER, "x-mock-fault": "cut=3"})
     [record] = mock.records
     assert len(record["response"]) == 3  # the chunks sent before the connection dropped
@@ -542,7 +542,7 @@ def test_embedding_errors(mock, body, message, param, code):
 
 
 def test_an_openai_client_gets_openai_s_model_list(mock):
-    with httpx.Client(transport=mock.transport(), base_url="http://mock") as client:
+    with httpx2.Client(transport=mock.transport(), base_url="http://mock") as client:
         listed = client.get("/v1/models", headers=BEARER).json()
         one = client.get("/v1/models/gpt-4o", headers=BEARER).json()
         anthropic = client.get("/v1/models", headers={**BEARER, "anthropic-version": "2026-10-21"}).json()
@@ -570,7 +570,7 @@ def test_faults_by_header(mock):
     assert error_of(chat(mock, BODY, headers={**BEARER, "x-mock-fault": "500"}))[:2] == (
         500, "The server had an error while processing your request. Sorry about that!")
     assert error_of(embed(mock, input="x", headers={**BEARER, "x-mock-fault": "529"}))[0] == 529
-    with pytest.raises(httpx.RemoteProtocolError):
+    with pytest.raises(httpx2.RemoteProtocolError):
         chat(mock, BODY, headers={**BEARER, "x-mock-fault": "drop"})
     status, message, _, _ = error_of(chat(mock, BODY, headers={**BEARER, "x-mock-fault": "sometimes"}))
     assert status == 400 and message.startswith("x-mock-fault: cannot use 'sometimes'")

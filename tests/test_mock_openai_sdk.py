@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import httpx
+import httpx2
 import pytest
 
 from miniagent.builtin_tools import default_tools
@@ -44,7 +44,7 @@ def server():
 
 @pytest.fixture
 def base_url(server):
-    httpx.post(f"{server}/_mock/reset", headers=CONTROL).raise_for_status()
+    httpx2.post(f"{server}/_mock/reset", headers=CONTROL).raise_for_status()
     return server
 
 
@@ -55,7 +55,7 @@ def client(base_url, **kwargs):
 
 
 def records(base_url):
-    return httpx.get(f"{base_url}/_mock/requests", headers=CONTROL).json()
+    return httpx2.get(f"{base_url}/_mock/requests", headers=CONTROL).json()
 
 
 def result_of(call) -> str:
@@ -100,7 +100,7 @@ def test_a_parallel_tool_call_round_trip(base_url, carry):
 def test_the_stream_helper_separates_the_tool_calls(base_url):
     kwargs = dict(model=MODEL, messages=[{"role": "user", "content": DEMO}], tools=TOOLS)
     plain = client(base_url).chat.completions.create(**kwargs)
-    httpx.post(f"{base_url}/_mock/reset", headers=CONTROL).raise_for_status()
+    httpx2.post(f"{base_url}/_mock/reset", headers=CONTROL).raise_for_status()
     with client(base_url).chat.completions.stream(**kwargs, stream_options={"include_usage": True}) as stream:
         kinds = [event.type for event in stream]
         final = stream.get_final_completion()
@@ -158,7 +158,7 @@ def test_rate_limit_error(base_url):
 
 def test_the_sdk_retries_after_a_queued_429_and_an_overload(base_url):
     for status in (429, 503):
-        httpx.post(f"{base_url}/_mock/fault", json={"status": status}, headers=CONTROL).raise_for_status()
+        httpx2.post(f"{base_url}/_mock/fault", json={"status": status}, headers=CONTROL).raise_for_status()
     completion = client(base_url, max_retries=2).chat.completions.create(model=MODEL, messages=HELLO)
     assert completion.choices[0].finish_reason == "stop"
     attempts = records(base_url)
@@ -169,7 +169,7 @@ def test_the_sdk_retries_after_a_queued_429_and_an_overload(base_url):
 def test_a_scripted_answer_comes_out_translated(base_url):
     script = [{"content": [{"type": "text", "text": "Checking."},
                            {"type": "tool_use", "name": "get_weather", "input": {"city": "Paris"}}]}]
-    httpx.post(f"{base_url}/_mock/script", json=script, headers=CONTROL).raise_for_status()
+    httpx2.post(f"{base_url}/_mock/script", json=script, headers=CONTROL).raise_for_status()
     completion = client(base_url).chat.completions.create(model=MODEL, messages=HELLO, tools=TOOLS)
     message = completion.choices[0].message
     assert message.content == "Checking." and completion.choices[0].finish_reason == "tool_calls"

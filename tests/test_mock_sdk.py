@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import httpx
+import httpx2
 import pytest
 
 from miniagent.mock import serve_in_subprocess
@@ -45,7 +45,7 @@ def server(tmp_path_factory):
 @pytest.fixture
 def base_url(server):
     url, _ = server
-    httpx.post(f"{url}/_mock/reset", headers=CONTROL).raise_for_status()
+    httpx2.post(f"{url}/_mock/reset", headers=CONTROL).raise_for_status()
     return url
 
 
@@ -56,7 +56,7 @@ def sdk(base_url, **kwargs):
 
 
 def records(base_url):
-    return httpx.get(f"{base_url}/_mock/requests", headers=CONTROL).json()
+    return httpx2.get(f"{base_url}/_mock/requests", headers=CONTROL).json()
 
 
 def test_a_plain_create(base_url):
@@ -81,7 +81,7 @@ def test_a_tool_round_trip_from_a_script(base_url):
     scripted = [{"content": [{"type": "text", "text": "Checking."},
                              {"type": "tool_use", "name": "get_weather", "input": {"city": "Paris"}}]},
                 {"content": "It is 15 C in Paris."}]
-    httpx.post(f"{base_url}/_mock/script", json=scripted, headers=CONTROL).raise_for_status()
+    httpx2.post(f"{base_url}/_mock/script", json=scripted, headers=CONTROL).raise_for_status()
     client = sdk(base_url)
     question = {"role": "user", "content": "Weather in Paris?"}
     first = client.messages.create(model=MODEL, max_tokens=300, messages=[question], tools=[WEATHER])
@@ -144,7 +144,7 @@ def test_overloaded_error(base_url):
 
 
 def test_the_sdk_retries_once_after_a_429(base_url):
-    httpx.post(f"{base_url}/_mock/fault", json={"status": 429, "times": 1}, headers=CONTROL).raise_for_status()
+    httpx2.post(f"{base_url}/_mock/fault", json={"status": 429, "times": 1}, headers=CONTROL).raise_for_status()
     message = sdk(base_url, max_retries=2).messages.create(model=MODEL, max_tokens=300, messages=HELLO)
     assert message.id == "msg_mock_0001"
     attempts = records(base_url)
@@ -194,11 +194,11 @@ def plain_then_streamed(base_url, case):
     """The plain answer to a request, on a freshly reset mock; then reset again (same ids next time)."""
     kwargs, script = CASES[case]
     if script:
-        httpx.post(f"{base_url}/_mock/script", json=[script], headers=CONTROL).raise_for_status()
+        httpx2.post(f"{base_url}/_mock/script", json=[script], headers=CONTROL).raise_for_status()
     plain = sdk(base_url).messages.create(model=MODEL, max_tokens=600, **kwargs)
-    httpx.post(f"{base_url}/_mock/reset", headers=CONTROL).raise_for_status()
+    httpx2.post(f"{base_url}/_mock/reset", headers=CONTROL).raise_for_status()
     if script:
-        httpx.post(f"{base_url}/_mock/script", json=[script], headers=CONTROL).raise_for_status()
+        httpx2.post(f"{base_url}/_mock/script", json=[script], headers=CONTROL).raise_for_status()
     return plain, kwargs
 
 
@@ -245,7 +245,7 @@ def test_a_cut_stream_raises_a_connection_error(server, base_url):
                                            extra_headers={"x-mock-fault": "cut=5"}) as stream:
             stream.get_final_message()
     error = caught.value
-    # anthropic 2.x reads with its own httpx fork and lets its transport error through mid-stream
+    # anthropic 2.x reads with its own httpx2 fork and lets its transport error through mid-stream
     assert isinstance(error, anthropic.APIConnectionError) or type(error).__name__ == "RemoteProtocolError", error
     assert "incomplete chunked read" in str(error)
     _, log_path = server
@@ -263,7 +263,7 @@ def test_the_stream_helper_accumulates_a_thinking_answer(base_url):
     kwargs = dict(model=MODEL, max_tokens=2048, messages=[{"role": "user", "content": "Weather in Paris?"}],
                   tools=[WEATHER], thinking=THINKING)
     plain = sdk(base_url).messages.create(**kwargs)
-    httpx.post(f"{base_url}/_mock/reset", headers=CONTROL).raise_for_status()
+    httpx2.post(f"{base_url}/_mock/reset", headers=CONTROL).raise_for_status()
     with sdk(base_url).messages.stream(**kwargs) as stream:
         kinds = [event.type for event in stream]
         final = stream.get_final_message()

@@ -20,7 +20,7 @@ import json
 import socket
 import time
 
-import httpx
+import httpx2
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -163,7 +163,7 @@ def json_fragments(events: list[dict], index: int) -> list[str]:
 
 def test_a_text_answer_streams_as_the_api_does():
     mock = MockAPI()
-    with httpx.Client(transport=mock.transport(), base_url="http://mock") as client:
+    with httpx2.Client(transport=mock.transport(), base_url="http://mock") as client:
         r = client.post("/v1/messages", json=body(stream=True), headers=HEADERS)
     assert r.status_code == 200 and r.headers["content-type"] == "text/event-stream; charset=utf-8"
     assert r.headers["request-id"] == "req_mock_0001" and "content-length" not in r.headers
@@ -327,8 +327,8 @@ class FakeSleep:
         self.calls.append(seconds)
 
 
-def paced_client(mock: MockAPI, sleep: FakeSleep, **kwargs) -> httpx.Client:
-    return httpx.Client(transport=mock.transport(sleep=sleep), base_url="http://mock", **kwargs)
+def paced_client(mock: MockAPI, sleep: FakeSleep, **kwargs) -> httpx2.Client:
+    return httpx2.Client(transport=mock.transport(sleep=sleep), base_url="http://mock", **kwargs)
 
 
 def test_pacing_waits_first_then_tokens_over_rate_in_process():
@@ -387,11 +387,11 @@ def test_a_slow_rate_is_bounded_by_the_longest_paced_answer():
 
 def test_a_gap_longer_than_the_read_timeout_raises_read_timeout():
     mock, sleep = MockAPI(pacing={"first": 2.0}), FakeSleep()
-    with paced_client(mock, sleep, timeout=httpx.Timeout(5.0, read=0.5)) as client:
+    with paced_client(mock, sleep, timeout=httpx2.Timeout(5.0, read=0.5)) as client:
         with client.stream("POST", "/v1/messages", json=body(stream=True), headers=HEADERS) as r:
             assert r.status_code == 200
             seen = b""
-            with pytest.raises(httpx.ReadTimeout):
+            with pytest.raises(httpx2.ReadTimeout):
                 for chunk in r.iter_raw():
                     seen += chunk
     assert sleep.calls == [0.5]  # waited as long as the timeout, not as long as the gap
@@ -421,7 +421,7 @@ def test_the_async_transport_streams_with_the_same_waits():
         slept.append(seconds)
 
     async def go() -> bytes:
-        async with httpx.AsyncClient(transport=mock.async_transport(sleep=fake_sleep), base_url="http://m") as c:
+        async with httpx2.AsyncClient(transport=mock.async_transport(sleep=fake_sleep), base_url="http://m") as c:
             async with c.stream("POST", "/v1/messages", json=body(DEMO, TOOLS, stream=True), headers=HEADERS) as r:
                 return await r.aread()
 
@@ -436,7 +436,7 @@ def test_the_async_transport_streams_with_the_same_waits():
 # --- 3. faults that break a stream ---------------------------------------------------------------------
 
 
-def stream_until_broken(client: httpx.Client, headers: dict, request: dict | None = None
+def stream_until_broken(client: httpx2.Client, headers: dict, request: dict | None = None
                         ) -> tuple[list[dict], Exception | None]:
     """The events a client received, and the error that ended the stream (None: it ended properly)."""
     seen = b""
@@ -446,33 +446,33 @@ def stream_until_broken(client: httpx.Client, headers: dict, request: dict | Non
             assert r.status_code == 200
             for chunk in r.iter_raw():
                 seen += chunk
-    except httpx.TransportError as exc:
+    except httpx2.TransportError as exc:
         return parse_sse(seen), exc
     return parse_sse(seen), None
 
 
 @pytest.mark.parametrize("n", [0, 1, 5, 12])
 def test_a_cut_stream_sends_exactly_n_events_then_breaks(n):
-    with httpx.Client(transport=MockAPI().transport(), base_url="http://mock") as client:
+    with httpx2.Client(transport=MockAPI().transport(), base_url="http://mock") as client:
         events, error = stream_until_broken(client, {**HEADERS, "x-mock-fault": f"cut={n}"})
-    assert len(events) == n and isinstance(error, httpx.RemoteProtocolError)
+    assert len(events) == n and isinstance(error, httpx2.RemoteProtocolError)
     assert "incomplete chunked read" in str(error)
 
 
 def test_a_cut_past_the_end_still_withholds_message_stop():
-    with httpx.Client(transport=MockAPI().transport(), base_url="http://mock") as client:
+    with httpx2.Client(transport=MockAPI().transport(), base_url="http://mock") as client:
         whole, error = stream_until_broken(client, HEADERS)
         assert error is None
-    with httpx.Client(transport=MockAPI().transport(), base_url="http://mock") as client:
+    with httpx2.Client(transport=MockAPI().transport(), base_url="http://mock") as client:
         events, error = stream_until_broken(client, {**HEADERS, "x-mock-fault": "cut=100000"})
-    assert events == whole[:-1] and isinstance(error, httpx.RemoteProtocolError)
+    assert events == whole[:-1] and isinstance(error, httpx2.RemoteProtocolError)
 
 
 @pytest.mark.parametrize("n", [0, 3, 9])
 def test_error_after_n_events_sends_the_error_event_and_ends(n):
     mock = MockAPI()
     mock.fault(error_after=n)
-    with httpx.Client(transport=mock.transport(), base_url="http://mock") as client:
+    with httpx2.Client(transport=mock.transport(), base_url="http://mock") as client:
         events, error = stream_until_broken(client, HEADERS)
     assert error is None and len(events) == n + 1
     assert events[-1] == {"type": "error", "error": {"type": "overloaded_error", "message": "Overloaded"}}
@@ -481,7 +481,7 @@ def test_error_after_n_events_sends_the_error_event_and_ends(n):
 
 def test_stream_faults_through_the_control_endpoint_and_queue():
     mock = MockAPI()
-    with httpx.Client(transport=mock.transport(), base_url="http://mock") as client:
+    with httpx2.Client(transport=mock.transport(), base_url="http://mock") as client:
         assert client.post("/_mock/fault", json={"cut": 4, "times": 2}).json() == {"pending_faults": 2}
         for _ in range(2):
             events, error = stream_until_broken(client, HEADERS)
@@ -510,8 +510,8 @@ def test_stream_faults_on_a_plain_request():
     """Documented: cut=N breaks a plain body off after N bytes; error-after is a 529 (no 'after the 200')."""
     whole = MockAPI().handle("POST", "/v1/messages", HEADERS, json.dumps(body()).encode()).body
     mock = MockAPI()
-    with httpx.Client(transport=mock.transport(), base_url="http://mock") as client:
-        with pytest.raises(httpx.RemoteProtocolError, match=f"received 40 bytes, expected {len(whole)}"):
+    with httpx2.Client(transport=mock.transport(), base_url="http://mock") as client:
+        with pytest.raises(httpx2.RemoteProtocolError, match=f"received 40 bytes, expected {len(whole)}"):
             client.post("/v1/messages", json=body(), headers={**HEADERS, "x-mock-fault": "cut=40"})
         r = client.post("/v1/messages", json=body(), headers={**HEADERS, "x-mock-fault": "error-after=3"})
         assert r.status_code == 529 and r.json()["error"] == {"type": "overloaded_error", "message": "Overloaded"}
@@ -523,10 +523,10 @@ def test_stream_faults_on_a_plain_request():
         r = client.post("/v1/messages", json={"model": DEFAULT_MODEL, "stream": True},
                         headers={**HEADERS, "x-mock-fault": "error-after=1"})
         assert r.status_code == 400  # a stream that never starts has nothing to break
-        with pytest.raises(httpx.RemoteProtocolError, match="received 5 bytes"):  # any body: a token count too
+        with pytest.raises(httpx2.RemoteProtocolError, match="received 5 bytes"):  # any body: a token count too
             client.post("/v1/messages/count_tokens", json={"model": DEFAULT_MODEL, "messages": HELLO},
                         headers={**HEADERS, "x-mock-fault": "cut=5"})
-        with pytest.raises(httpx.RemoteProtocolError):  # at most all but one byte, so it always breaks
+        with pytest.raises(httpx2.RemoteProtocolError):  # at most all but one byte, so it always breaks
             client.post("/v1/messages", json=body(), headers={**HEADERS, "x-mock-fault": "cut=1000000"})
     record = mock.records[0]
     assert record["status"] == 200 and record["response"] == whole[:40].decode()  # what was sent, as text
@@ -535,9 +535,9 @@ def test_stream_faults_on_a_plain_request():
 def test_a_scripted_cut_tool_call_shows_partial_arguments():
     mock = MockAPI()
     mock.script(scripts.cut_tool_call("get_weather", {"city": "San Francisco"}, text="Checking."))
-    with httpx.Client(transport=mock.transport(), base_url="http://mock") as client:
+    with httpx2.Client(transport=mock.transport(), base_url="http://mock") as client:
         events, error = stream_until_broken(client, HEADERS, body("weather?", TOOLS, stream=True))
-    assert isinstance(error, httpx.RemoteProtocolError)
+    assert isinstance(error, httpx2.RemoteProtocolError)
     assert events[-1]["type"] == "content_block_delta" and events[-1]["index"] == 1
     sent = "".join(json_fragments(events, 1))
     assert sent and '{"city":"San Francisco"}'.startswith(sent) and sent != '{"city":"San Francisco"}'
@@ -548,7 +548,7 @@ def test_a_scripted_overload_midway():
     mock = MockAPI()
     mock.script(scripts.overloaded_midway("One, two, three, four, five, six, seven, eight.", deltas=2),
                 scripts.overloaded_midway("plain"))
-    with httpx.Client(transport=mock.transport(), base_url="http://mock") as client:
+    with httpx2.Client(transport=mock.transport(), base_url="http://mock") as client:
         events, error = stream_until_broken(client, HEADERS, body(stream=True))
         plain = client.post("/v1/messages", json=body(), headers=HEADERS)
     kinds = [e["type"] for e in events]
@@ -559,7 +559,7 @@ def test_a_scripted_overload_midway():
 def test_a_request_fault_wins_over_a_scripted_one():
     mock = MockAPI()
     mock.script(scripts.cut_tool_call("get_weather", {"city": "Paris"}))
-    with httpx.Client(transport=mock.transport(), base_url="http://mock") as client:
+    with httpx2.Client(transport=mock.transport(), base_url="http://mock") as client:
         events, error = stream_until_broken(client, {**HEADERS, "x-mock-fault": "error-after=1"},
                                             body(stream=True))
     assert error is None and [e["type"] for e in events] == ["message_start", "error"]
@@ -700,12 +700,12 @@ def test_over_http_a_stream_is_chunked_and_the_connection_is_kept_alive(served):
 
 def test_over_http_a_cut_stream_ends_without_its_last_chunk(served):
     _, url, _, log = served
-    with httpx.Client(base_url=url) as client:
+    with httpx2.Client(base_url=url) as client:
         events, error = stream_until_broken(client, {**HEADERS, "x-mock-fault": "cut=7"})
-        assert len(events) == 7 and isinstance(error, httpx.RemoteProtocolError)
+        assert len(events) == 7 and isinstance(error, httpx2.RemoteProtocolError)
         events, error = stream_until_broken(client, {**HEADERS, "x-mock-fault": "error-after=4"})
         assert error is None and len(events) == 5 and events[-1]["type"] == "error"
-        with pytest.raises(httpx.RemoteProtocolError):  # a plain body cut short
+        with pytest.raises(httpx2.RemoteProtocolError):  # a plain body cut short
             client.post("/v1/messages", json=body(), headers={**HEADERS, "x-mock-fault": "cut=10"})
         assert client.post("/v1/messages", json=body(), headers=HEADERS).status_code == 200
     lines = log.getvalue().splitlines()
@@ -724,7 +724,7 @@ def test_over_http_pacing_is_felt(served):
         {"content": [{"type": "text", "text": answer}], "usage": {"output_tokens": 0}})
         if e["type"] == "content_block_delta") / 200  # an upper bound on the paced part: ~0.1 s
     pace = {"x-mock-pace": "first=0.2,rate=200"}
-    with httpx.Client(base_url=url) as client:
+    with httpx2.Client(base_url=url) as client:
         started = time.monotonic()
         arrivals = []
         with client.stream("POST", "/v1/messages", json=body(stream=True), headers={**HEADERS, **pace}) as r:
@@ -757,7 +757,7 @@ def test_over_http_a_client_that_leaves_midway_frees_its_thread(served):
         time.sleep(0.01)
     assert server.connections == 0 and time.monotonic() - left < 2
     assert "POST /v1/messages 200 (stream: the client left midway)" in log.getvalue().splitlines()
-    with httpx.Client(base_url=url) as client:  # and the server serves on
+    with httpx2.Client(base_url=url) as client:  # and the server serves on
         assert client.post("/v1/messages", json=body(), headers={**HEADERS, "x-mock-pace": "off"}).status_code == 200
 
 

@@ -20,7 +20,7 @@ import textwrap
 import time
 from pathlib import Path
 
-import httpx
+import httpx2
 import pytest
 
 pytest.importorskip("fastapi")  # an optional extra of the package (the course environment has it)
@@ -51,7 +51,7 @@ def test_a_free_port_serves_beside_a_held_one():
         try:
             assert base.startswith("http://127.0.0.1:") and int(base.rsplit(":", 1)[1]) != holder.getsockname()[1]
             assert server.started
-            assert httpx.post(base + "/chat", json={"message": "Hello"}, timeout=10).status_code == 200
+            assert httpx2.post(base + "/chat", json={"message": "Hello"}, timeout=10).status_code == 200
         finally:
             server.should_exit = True
     finally:

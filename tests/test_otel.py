@@ -245,12 +245,12 @@ def test_an_offline_agent_run_exports_its_nesting():
 
 def test_no_api_key_reaches_the_collector(monkeypatch):
     """A live-mode client holding a (fake) key, content capture on, each span exported as it ends."""
-    import httpx
+    import httpx2
 
     from miniagent import Agent, MockAPI, connect
     from miniagent.tracing import Tracer
 
-    class Spy(httpx.BaseTransport):  # proves the key really went out with each request
+    class Spy(httpx2.BaseTransport):  # proves the key really went out with each request
         def __init__(self, inner):
             self.inner, self.keys = inner, []
 

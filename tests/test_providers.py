@@ -5,7 +5,7 @@ import asyncio
 import json
 import re
 
-import httpx
+import httpx2
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
@@ -52,7 +52,7 @@ def make(replies, **settings):
     """A client on the OpenAI format whose server answers with `replies` in order."""
     seen, sleeps = [], []
     c = Client(api_key=CANARY, base_url="https://api.test/v1", format=OpenAIFormat(), provider="deepseek",
-               key_env="DEEPSEEK_API_KEY", transport=httpx.MockTransport(fake.handler(replies, seen)),
+               key_env="DEEPSEEK_API_KEY", transport=httpx2.MockTransport(fake.handler(replies, seen)),
                sleep=sleeps.append, **settings)
     return c, seen, sleeps
 
@@ -496,7 +496,7 @@ def test_gives_up_with_the_typed_error():
 @pytest.mark.parametrize("body,expected", [({"error": "model 'llama9' not found"}, "model 'llama9' not found"),
                                            ({"object": "error", "message": "bad", "type": "BadRequestError"}, "bad")])
 def test_other_error_bodies_of_compatible_servers(body, expected):
-    c, _, _ = make([httpx.Response(400, json=body)])
+    c, _, _ = make([httpx2.Response(400, json=body)])
     with pytest.raises(BadRequestError, match=expected):
         c.create(HELLO)
 
@@ -517,7 +517,7 @@ def test_what_cannot_be_translated_fails_before_sending():
 
 
 def test_the_key_never_appears_in_records_or_errors():
-    echo = httpx.Response(401, json={"error": {"message": f"Incorrect API key provided: {CANARY}",
+    echo = httpx2.Response(401, json={"error": {"message": f"Incorrect API key provided: {CANARY}",
                                                "type": "invalid_request_error", "code": "invalid_api_key"}})
     c, _, _ = make([echo])
     with pytest.raises(AuthenticationError) as caught:

@@ -9,7 +9,7 @@ import asyncio
 import copy
 import re
 
-import httpx
+import httpx2
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
@@ -103,7 +103,7 @@ def cases(document, rules):
 
 def make(reply, client_class=Client):
     return client_class(api_key=KEY, base_url="https://api.test/v1", format=OpenAIFormat(), max_retries=0,
-                        transport=httpx.MockTransport(lambda request: reply))
+                        transport=httpx2.MockTransport(lambda request: reply))
 
 
 def outcome(call):
@@ -130,9 +130,9 @@ class Server:
     """One client for many cases: the server answers with whatever `reply` is set to."""
 
     def __init__(self) -> None:
-        self.reply: httpx.Response | None = None
+        self.reply: httpx2.Response | None = None
         self.client = Client(api_key=KEY, base_url="https://api.test/v1", format=OpenAIFormat(), max_retries=0,
-                             transport=httpx.MockTransport(lambda request: self.reply))
+                             transport=httpx2.MockTransport(lambda request: self.reply))
 
     def stream(self, body: bytes) -> dict:
         self.reply = fake.reply(stream=body)
@@ -221,7 +221,7 @@ def first_then(bad_reply, stream):
     first = fake.reply(stream=fake.sse(fake.chunks(MESSAGE))) if stream else fake.reply(200, fake.completion(MESSAGE))
     replies = [first, bad_reply]
     seen: list = []
-    return httpx.MockTransport(fake.handler(replies, seen)), seen
+    return httpx2.MockTransport(fake.handler(replies, seen)), seen
 
 
 BAD_CHUNKS = [c if i != 1 else {**c, "choices": [{"index": 0, "delta": {"tool_calls": 7}}]}

@@ -297,10 +297,10 @@ def test_api_embedder_offline_uses_the_mock() -> None:
 
 
 def test_api_embedder_error_never_shows_the_key() -> None:
-    import httpx
+    import httpx2
 
     embed = retrieval.api_embedder(offline=False, api_key="sk-secret-123", base_url="http://127.0.0.1:9/v1",
                                    timeout=0.5)
-    with pytest.raises(httpx.HTTPError) as info:
+    with pytest.raises(httpx2.HTTPError) as info:
         embed(["x"])
     assert "sk-secret-123" not in str(info.value)

@@ -21,7 +21,7 @@ import sys
 import time
 from contextlib import asynccontextmanager
 
-import httpx
+import httpx2
 import pytest
 
 pytest.importorskip("fastapi")  # an optional extra of the package (the course environment has it)
@@ -55,10 +55,10 @@ def agents(mock: MockAPI | None = None, tools: list | None = None):
 
 
 def run(app, scenario, *, raise_app_exceptions: bool = True):
-    """`await scenario(http)` with an httpx client talking to `app` in-process."""
+    """`await scenario(http)` with an httpx2 client talking to `app` in-process."""
     async def go():
-        transport = httpx.ASGITransport(app=app, raise_app_exceptions=raise_app_exceptions)
-        async with httpx.AsyncClient(transport=transport, base_url=BASE) as http:
+        transport = httpx2.ASGITransport(app=app, raise_app_exceptions=raise_app_exceptions)
+        async with httpx2.AsyncClient(transport=transport, base_url=BASE) as http:
             return await scenario(http)
     return asyncio.run(go())
 
@@ -380,7 +380,7 @@ async def waiting_next():
     mock = MockAPI(api_keys={KEY})
     app = create_app(agent_factory=agents(mock, [wait_tool]))
     service = app.state.service
-    async with serving(app) as url, httpx.AsyncClient(base_url=url, timeout=WAIT) as http:
+    async with serving(app) as url, httpx2.AsyncClient(base_url=url, timeout=WAIT) as http:
         cid = (await http.post("/chat", json={"message": "What is 2 + 2?"})).json()["conversation_id"]
         before = service.conversations.history(cid)
         mock.script(scripts.tool_call("wait_for_release", {"what": "x"}, text="Let me wait."))
@@ -396,7 +396,7 @@ def test_a_client_that_disconnects_mid_stream_cancels_its_run_and_its_tool():
     async def scenario():
         async with waiting_next() as (url, cid, started, cancelled, outcome):
             seen = []
-            async with httpx.AsyncClient(base_url=url, timeout=WAIT) as http, \
+            async with httpx2.AsyncClient(base_url=url, timeout=WAIT) as http, \
                     http.stream("POST", "/chat/stream", json={"message": "Wait.", "conversation_id": cid}) as r:
                 async for event in parse_lines(r):
                     seen.append(event)
@@ -417,7 +417,7 @@ def test_a_client_that_disconnects_while_the_model_is_still_answering_cancels_th
         mock = MockAPI(api_keys={KEY}, pacing={"first": 30.0})  # the first token would take 30 s
         app = create_app(agent_factory=agents(mock))
         service = app.state.service
-        async with serving(app) as url, httpx.AsyncClient(base_url=url, timeout=WAIT) as http:
+        async with serving(app) as url, httpx2.AsyncClient(base_url=url, timeout=WAIT) as http:
             async with http.stream("POST", "/chat/stream", json={"message": "What is 2 + 2?"}) as response:
                 first = await anext(parse_lines(response))
                 assert service.running == 1
@@ -486,8 +486,8 @@ def test_python_m_miniagent_serve_serves_until_ctrl_c():
     try:
         lines = [server.stdout.readline() for _ in range(2)]  # the mode, then the address
         url = re.search(r"http://127\.0\.0\.1:\d+/", lines[1]).group()
-        page = httpx.get(url, timeout=WAIT)
-        answer = httpx.post(url + "chat", json={"message": "What is 2 + 2?"}, timeout=WAIT)
+        page = httpx2.get(url, timeout=WAIT)
+        answer = httpx2.post(url + "chat", json={"message": "What is 2 + 2?"}, timeout=WAIT)
         port = int(url.rsplit(":", 1)[1].strip("/"))
         crowd = [socket.create_connection(("127.0.0.1", port), WAIT, source_address=("127.0.0.2", 0))
                  for _ in range(MAX_CONNECTIONS_PER_CLIENT + 1)]
@@ -512,7 +512,7 @@ def test_limits_must_be_positive():
 def test_a_client_that_leaves_a_json_request_cancels_its_run_and_its_tool():
     async def scenario():
         async with waiting_next() as (url, cid, started, _, outcome):
-            async with httpx.AsyncClient(base_url=url, timeout=WAIT) as leaving:
+            async with httpx2.AsyncClient(base_url=url, timeout=WAIT) as leaving:
                 request = asyncio.create_task(leaving.post("/chat", json={"message": "Wait.", "conversation_id": cid}))
                 await asyncio.wait_for(started.wait(), WAIT)
                 request.cancel()  # the client gives up: its connection closes with the tool still waiting
@@ -641,7 +641,7 @@ def test_a_client_that_leaves_while_asked_leaves_no_question_waiting():
         delete_file, deleted = deleting()
         app = create_app(agent_factory=agents(tools=[delete_file]))
         service = app.state.service
-        async with serving(app) as url, httpx.AsyncClient(base_url=url, timeout=WAIT) as http:
+        async with serving(app) as url, httpx2.AsyncClient(base_url=url, timeout=WAIT) as http:
             async with http.stream("POST", "/chat/stream", json={"message": DELETE}) as response:
                 async for name in parse_lines(response):
                     if name == "approval":

@@ -16,7 +16,7 @@ import threading
 import time
 from contextlib import asynccontextmanager
 
-import httpx
+import httpx2
 import pytest
 
 pytest.importorskip("fastapi")  # an optional extra of the package (the course environment has it)
@@ -78,7 +78,7 @@ def test_a_thread_tool_left_running_keeps_the_conversation_busy_and_its_result_i
         mock.script(pay_and_wait())
         app = create_app(agent_factory=agents(mock, [pay, wait_tool]))
         service = app.state.service
-        async with serving(app) as url, httpx.AsyncClient(base_url=url, timeout=WAIT) as http:
+        async with serving(app) as url, httpx2.AsyncClient(base_url=url, timeout=WAIT) as http:
             async with http.stream("POST", "/chat/stream", json={"message": "Pay 10."}) as response:
                 async for name in parse_lines(response):
                     if name == "tool_use_done":
@@ -242,7 +242,7 @@ def test_a_slow_client_holds_no_more_than_its_cap_and_others_are_served_meanwhil
             await wait_until(lambda: sum(not nothing_yet(c) for c in slow) == 7)
             refused = [await answer_of(c) for c in slow if not nothing_yet(c)]
             held = [c for c in slow if nothing_yet(c)]
-            async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{server[1]}", timeout=WAIT) as http:
+            async with httpx2.AsyncClient(base_url=f"http://127.0.0.1:{server[1]}", timeout=WAIT) as http:
                 served = await http.post("/chat", json={"message": "What is 2 + 2?"})
             still_held = sum(nothing_yet(c) for c in held)
             others = [connect_from("127.0.0.3", server) for _ in range(3)]  # with the 3 held: past the cap of 8?

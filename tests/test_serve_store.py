@@ -15,7 +15,7 @@ import asyncio
 import os
 import time
 
-import httpx
+import httpx2
 import pytest
 
 pytest.importorskip("fastapi")  # an optional extra of the package (the course environment has it)
@@ -209,8 +209,8 @@ def test_two_workers_on_one_store_continue_each_others_conversations_and_approva
     apps = [create_app(agent_factory=agents(tools=[delete_file]), store=handle) for handle in handles]
 
     async def scenario():
-        async with httpx.AsyncClient(transport=httpx.ASGITransport(app=apps[0]), base_url=BASE) as one, \
-                httpx.AsyncClient(transport=httpx.ASGITransport(app=apps[1]), base_url=BASE) as two:
+        async with httpx2.AsyncClient(transport=httpx2.ASGITransport(app=apps[0]), base_url=BASE) as one, \
+                httpx2.AsyncClient(transport=httpx2.ASGITransport(app=apps[1]), base_url=BASE) as two:
             first = (await one.post("/chat", json={"message": "Hi, my name is Ada."})).json()
             cid = first["conversation_id"]
             follow_up = await two.post("/chat", json={"message": "What is my name?", "conversation_id": cid})

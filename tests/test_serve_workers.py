@@ -32,7 +32,7 @@ import sys
 import time
 from pathlib import Path
 
-import httpx
+import httpx2
 import pytest
 
 pytest.importorskip("fastapi")  # an optional extra of the package (the course environment has it)
@@ -81,9 +81,9 @@ class Served:
         while True:  # every worker takes connections once it has started: wait for the first answer
             assert self.process.poll() is None, self.process.stderr.read()
             try:
-                httpx.get(self.url + "/", timeout=1)
+                httpx2.get(self.url + "/", timeout=1)
                 return self
-            except httpx.TransportError:
+            except httpx2.TransportError:
                 assert time.monotonic() < deadline, "the server did not answer in time"
                 time.sleep(0.05)
 
@@ -102,12 +102,12 @@ class Served:
                 if "spawn_main" in Path(f"/proc/{pid}/cmdline").read_bytes().decode(errors="replace")}
 
 
-def post(url: str, path: str, body: dict) -> httpx.Response:
+def post(url: str, path: str, body: dict) -> httpx2.Response:
     """One request on a connection of its own, so that any worker may take it."""
-    return httpx.post(url + path, json=body, timeout=WAIT, headers={"connection": "close"})
+    return httpx2.post(url + path, json=body, timeout=WAIT, headers={"connection": "close"})
 
 
-def pid_of(response: httpx.Response) -> int:
+def pid_of(response: httpx2.Response) -> int:
     return int(response.headers[WORKER].split(".")[0])
 
 
@@ -164,7 +164,7 @@ def one_set_of_conversations(argv: list[str], folder: Path, open_store) -> None:
         busy = next(iter(conversations))  # eight questions to one conversation at once
         async def together():
             async def one(n):
-                async with httpx.AsyncClient(timeout=WAIT) as http:
+                async with httpx2.AsyncClient(timeout=WAIT) as http:
                     return await http.post(served.url + "/chat", json={"message": f"What is {n} + {n}?",
                                                                        "conversation_id": busy})
             return await asyncio.gather(*(one(n) for n in range(8)))
@@ -236,7 +236,7 @@ class Stream:
     """A streamed question read event by event, over a connection of its own (closed with `close`)."""
 
     def __init__(self, url: str, body: dict) -> None:
-        self.http = httpx.Client(timeout=WAIT)
+        self.http = httpx2.Client(timeout=WAIT)
         self.response = self.http.send(self.http.build_request("POST", url + "/chat/stream", json=body), stream=True)
         self.lines = self.response.iter_lines()
 

@@ -11,7 +11,7 @@ import time
 from datetime import datetime, timezone
 from pathlib import Path
 
-import httpx
+import httpx2
 import pytest
 
 import miniagent
@@ -196,19 +196,19 @@ def test_api_errors_are_clear_retried_when_worth_it_and_never_show_the_key():
     mock.fault(429, times=2, retry_after=0.01)  # (a 529 is retried the same way, after 0.5 s, then 1 s)
     assert llm.create([{"role": "user", "content": "hi"}])["stop_reason"] == "end_turn"  # tried again
     key = "sk-ant-secret-0123456789abcdef"
-    denied = tiny.LLM(key, transport=httpx.MockTransport(lambda r: httpx.Response(
+    denied = tiny.LLM(key, transport=httpx2.MockTransport(lambda r: httpx2.Response(
         401, json={"type": "error", "error": {"type": "authentication_error", "message": "invalid x-api-key"}})))
     with pytest.raises(tiny.APIError) as err:
         denied.create([{"role": "user", "content": "hi"}])
     assert err.value.status == 401 and err.value.type == "authentication_error" and key not in str(err.value)
-    garbage = tiny.LLM("k", transport=httpx.MockTransport(lambda r: httpx.Response(200, text="<html>oops")))
+    garbage = tiny.LLM("k", transport=httpx2.MockTransport(lambda r: httpx2.Response(200, text="<html>oops")))
     with pytest.raises(tiny.APIError, match="not a message"):
         garbage.create([{"role": "user", "content": "hi"}])
 
     def hang(request):
-        raise httpx.ReadTimeout("timed out", request=request)
+        raise httpx2.ReadTimeout("timed out", request=request)
     with pytest.raises(tiny.APIError, match="in time"):
-        tiny.LLM("k", transport=httpx.MockTransport(hang)).create([{"role": "user", "content": "hi"}])
+        tiny.LLM("k", transport=httpx2.MockTransport(hang)).create([{"role": "user", "content": "hi"}])
 
 
 def test_a_failed_run_leaves_the_history_as_it_was():
@@ -228,7 +228,7 @@ def test_tiny_stays_tiny_and_needs_only_httpx_and_the_standard_library():
     tree = ast.parse(SOURCE.read_text())
     top = {alias.name.split(".")[0] for node in tree.body if isinstance(node, ast.Import) for alias in node.names}
     top |= {node.module.split(".")[0] for node in tree.body if isinstance(node, ast.ImportFrom) and node.module}
-    assert top - set(sys.stdlib_module_names) - {"__future__"} == {"httpx"}
+    assert top - set(sys.stdlib_module_names) - {"__future__"} == {"httpx2"}
     inner = {node.module for node in ast.walk(tree) if isinstance(node, ast.ImportFrom) and node.module
              and node not in tree.body}
     assert inner <= {"miniagent.mock"}  # the mock, lazily, offline only

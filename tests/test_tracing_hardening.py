@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import json
 
-import httpx
+import httpx2
 import pytest
 
 from agent_fakes import Fake
@@ -34,17 +34,17 @@ def anthropic_server():
     """The model asks for the weather of the canary, then the API refuses the next request, quoting it."""
     calls = {"n": 0}
 
-    def handle(request: httpx.Request) -> httpx.Response:
+    def handle(request: httpx2.Request) -> httpx2.Response:
         calls["n"] += 1
         if calls["n"] == 1:
-            return httpx.Response(200, json={
+            return httpx2.Response(200, json={
                 "id": "msg_1", "type": "message", "role": "assistant", "model": "claude-test",
                 "content": [{"type": "tool_use", "id": "toolu_1", "name": "get_weather", "input": {"city": CANARY}}],
                 "stop_reason": "tool_use", "stop_sequence": None, "usage": {"input_tokens": 10, "output_tokens": 5}})
-        return httpx.Response(400, json={"type": "error", "error": {
+        return httpx2.Response(400, json={"type": "error", "error": {
             "type": "invalid_request_error", "message": f"messages.2.content.0: the text {CANARY!r} is not allowed"}},
             headers={"request-id": "req_1"})
-    return httpx.MockTransport(handle)
+    return httpx2.MockTransport(handle)
 
 
 def traced_run(capture: bool, **tracer_options):

@@ -23,11 +23,11 @@ def _system_text(system: Any) -> str:
 
 @_exercise("01", 1)
 def check_01_1(french_reply: Any) -> None:
-    """The httpx response to a request sent by hand with a top-level "system" prompt asking for French."""
-    import httpx
+    """The httpx2 response to a request sent by hand with a top-level "system" prompt asking for French."""
+    import httpx2
 
-    keep = "keep what post(...) returns (an httpx.Response, whose .request shows what was sent)"
-    keep_zh = "把 post(...) 的返回值存下来（一个 httpx.Response，它的 .request 就是发出去的内容）"
+    keep = "keep what post(...) returns (an httpx2.Response, whose .request shows what was sent)"
+    keep_zh = "把 post(...) 的返回值存下来（一个 httpx2.Response，它的 .request 就是发出去的内容）"
     if french_reply is None:
         not_yet("french_reply is still None: send your request with post(...) and keep what it returns",
                 zh="french_reply 还是 None：用 post(...) 发出你的请求，把返回值存下来")
@@ -39,13 +39,13 @@ def check_01_1(french_reply: Any) -> None:
     if isinstance(french_reply, tuple):
         wrong_kind(f"french_reply holds a tuple (from post_with_retries?); {keep}",
                    zh=f"french_reply 里存的是一个 tuple（来自 post_with_retries？）；{keep_zh}")
-    if not isinstance(french_reply, httpx.Response):
+    if not isinstance(french_reply, httpx2.Response):
         wrong_kind(f"french_reply is {_kind(french_reply)}; {keep}",
                    zh=f"french_reply 是{_kind(french_reply)}；{keep_zh}")
     try:
         request = french_reply.request
     except RuntimeError:
-        wrong_kind(f"this httpx.Response was never sent; {keep}", zh=f"这个 httpx.Response 从没发出去过；{keep_zh}")
+        wrong_kind(f"this httpx2.Response was never sent; {keep}", zh=f"这个 httpx2.Response 从没发出去过；{keep_zh}")
     try:
         body = json.loads(request.content)
     except ValueError:

@@ -1,7 +1,7 @@
 """The mock Messages API: one object that answers HTTP requests as the real API would.
 
 `MockAPI.handle()` turns a request (method, path, headers, body bytes) into a
-`MockReply`; `transport.py` plugs it into httpx in-process and `server.py` puts it
+`MockReply`; `transport.py` plugs it into httpx2 in-process and `server.py` puts it
 behind a socket, so notebooks, tests and curl all meet exactly the same behaviour.
 
 A request passes the real API's gates in its order: size (the real 413 comes from the
@@ -61,7 +61,7 @@ from dataclasses import dataclass, replace
 from typing import Any, Awaitable, Callable, Iterable, Mapping
 from urllib.parse import urlsplit
 
-import httpx
+import httpx2
 
 from miniagent.mock import brain as _brain
 from miniagent.mock import cors, embeddings, openai_chat, openai_stream, openai_wire, safejson, stream
@@ -616,18 +616,18 @@ class MockAPI:
 
     # --- ways in ----------------------------------------------------------------------
 
-    def transport(self, *, sleep: Callable[[float], None] = time.sleep) -> httpx.BaseTransport:
-        """An httpx transport that answers in-process: `httpx.Client(transport=mock.transport())`.
+    def transport(self, *, sleep: Callable[[float], None] = time.sleep) -> httpx2.BaseTransport:
+        """An httpx2 transport that answers in-process: `httpx2.Client(transport=mock.transport())`.
 
         Delays honour the request's read timeout (a delay longer than it sleeps for the
-        timeout and raises `httpx.ReadTimeout`). `sleep` is injectable for tests.
+        timeout and raises `httpx2.ReadTimeout`). `sleep` is injectable for tests.
         """
         from miniagent.mock.transport import Transport
         return Transport(self, sleep)
 
     def async_transport(self, *, sleep: Callable[[float], Awaitable[None]] = asyncio.sleep
-                        ) -> httpx.AsyncBaseTransport:
-        """The same for `httpx.AsyncClient`."""
+                        ) -> httpx2.AsyncBaseTransport:
+        """The same for `httpx2.AsyncClient`."""
         from miniagent.mock.transport import AsyncTransport
         return AsyncTransport(self, sleep)
 

@@ -51,7 +51,7 @@ from miniagent.mock.httpread import BodyError, DeadlineReader, framing, read_bod
 
 MAX_CONNECTIONS = 256   # served at once; a workshop of 30 SDK clients uses a few each
 MAX_REFUSING = 16       # more connections answered 529 at once; beyond, closed unanswered
-IDLE_TIMEOUT = 30.0     # seconds a keep-alive connection may wait for its next request (httpx drops its own at 5)
+IDLE_TIMEOUT = 30.0     # seconds a keep-alive connection may wait for its next request (httpx2 drops its own at 5)
 REQUEST_TIMEOUT = 60.0  # seconds for a whole request to arrive (32 MB at ~0.5 MB/s), and for an answer to leave
 MAX_LINE = 65536        # bytes in the request line (http.server's own limit for each header line)
 LINGER = 2.0            # seconds to drain unread input before closing (see _linger)

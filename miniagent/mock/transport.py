@@ -1,15 +1,15 @@
-"""The mock API in-process: httpx transports that answer without a socket.
+"""The mock API in-process: httpx2 transports that answer without a socket.
 
-`httpx.Client(transport=mock.transport())` sends every request straight to
+`httpx2.Client(transport=mock.transport())` sends every request straight to
 `MockAPI.handle()`. A slow or dropped reply behaves as it would over a network: a
-delay longer than the request's read timeout raises `httpx.ReadTimeout` after
-waiting that long, and a drop raises `httpx.RemoteProtocolError`, so client code
+delay longer than the request's read timeout raises `httpx2.ReadTimeout` after
+waiting that long, and a drop raises `httpx2.RemoteProtocolError`, so client code
 meets the same exceptions offline as live.
 
-A stream (or a body a fault cuts short) comes back as an httpx byte stream: its
+A stream (or a body a fault cuts short) comes back as an httpx2 byte stream: its
 headers at once, then each chunk when it is due, the wait between two chunks bounded
-by the read timeout as above; a broken answer raises `httpx.RemoteProtocolError`
-after its last chunk, as httpx does when a server closes a connection mid-body.
+by the read timeout as above; a broken answer raises `httpx2.RemoteProtocolError`
+after its last chunk, as httpx2 does when a server closes a connection mid-body.
 The sync and async transports differ only in how they read the body and sleep.
 """
 
@@ -17,17 +17,17 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, AsyncIterator, Awaitable, Callable, Iterator
 
-import httpx
+import httpx2
 
 if TYPE_CHECKING:
     from miniagent.mock.api import MockAPI, MockReply
 
 
-class Transport(httpx.BaseTransport):
+class Transport(httpx2.BaseTransport):
     def __init__(self, mock: MockAPI, sleep: Callable[[float], None]) -> None:
         self.mock, self.sleep = mock, sleep
 
-    def handle_request(self, request: httpx.Request) -> httpx.Response:
+    def handle_request(self, request: httpx2.Request) -> httpx2.Response:
         reply = self.mock.handle(request.method, _target(request), request.headers, request.read())
         if reply.delay:
             self.sleep(_wait(reply.delay, request))
@@ -37,11 +37,11 @@ class Transport(httpx.BaseTransport):
         return _response(reply, request, stream=_SyncBody(reply, request, self.sleep))
 
 
-class AsyncTransport(httpx.AsyncBaseTransport):
+class AsyncTransport(httpx2.AsyncBaseTransport):
     def __init__(self, mock: MockAPI, sleep: Callable[[float], Awaitable[None]]) -> None:
         self.mock, self.sleep = mock, sleep
 
-    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
+    async def handle_async_request(self, request: httpx2.Request) -> httpx2.Response:
         reply = self.mock.handle(request.method, _target(request), request.headers, await request.aread())
         if reply.delay:
             await self.sleep(_wait(reply.delay, request))
@@ -51,10 +51,10 @@ class AsyncTransport(httpx.AsyncBaseTransport):
         return _response(reply, request, stream=_AsyncBody(reply, request, self.sleep))
 
 
-class _SyncBody(httpx.SyncByteStream):
+class _SyncBody(httpx2.SyncByteStream):
     """A streamed or broken body, chunk by chunk, each after its wait."""
 
-    def __init__(self, reply: MockReply, request: httpx.Request, sleep: Callable[[float], None]) -> None:
+    def __init__(self, reply: MockReply, request: httpx2.Request, sleep: Callable[[float], None]) -> None:
         self.reply, self.request, self.sleep = reply, request, sleep
 
     def __iter__(self) -> Iterator[bytes]:
@@ -67,8 +67,8 @@ class _SyncBody(httpx.SyncByteStream):
             raise _cut_off(self.reply, self.request)
 
 
-class _AsyncBody(httpx.AsyncByteStream):
-    def __init__(self, reply: MockReply, request: httpx.Request, sleep: Callable[[float], Awaitable[None]]) -> None:
+class _AsyncBody(httpx2.AsyncByteStream):
+    def __init__(self, reply: MockReply, request: httpx2.Request, sleep: Callable[[float], Awaitable[None]]) -> None:
         self.reply, self.request, self.sleep = reply, request, sleep
 
     async def __aiter__(self) -> AsyncIterator[bytes]:
@@ -81,7 +81,7 @@ class _AsyncBody(httpx.AsyncByteStream):
             raise _cut_off(self.reply, self.request)
 
 
-def _target(request: httpx.Request) -> str:
+def _target(request: httpx2.Request) -> str:
     """The request target as a server reads it: the path as sent (percent-encoded) and its query."""
     return request.url.raw_path.decode("ascii", "replace")
 
@@ -90,43 +90,43 @@ def _chunks(reply: MockReply) -> list[tuple[float, bytes]]:
     return reply.events if reply.events is not None else [(0.0, reply.body)]
 
 
-def _read_timeout(request: httpx.Request) -> float | None:
+def _read_timeout(request: httpx2.Request) -> float | None:
     return (request.extensions.get("timeout") or {}).get("read")
 
 
-def _wait(delay: float, request: httpx.Request) -> float:
+def _wait(delay: float, request: httpx2.Request) -> float:
     """Seconds to wait: the delay, but no longer than the read timeout."""
     limit = _read_timeout(request)
     return delay if limit is None else min(delay, limit)
 
 
-def _check_gap(delay: float, request: httpx.Request) -> None:
+def _check_gap(delay: float, request: httpx2.Request) -> None:
     """After waiting: the error a real client gets when the next bytes come later than its read timeout."""
     limit = _read_timeout(request)
     if limit is not None and delay > limit:
-        raise httpx.ReadTimeout(f"timed out: the mock's next bytes were {delay:g} s away, longer than the "
+        raise httpx2.ReadTimeout(f"timed out: the mock's next bytes were {delay:g} s away, longer than the "
                                 f"read timeout of {limit:g} s", request=request)
 
 
-def _check_arrival(reply: MockReply, request: httpx.Request) -> None:
+def _check_arrival(reply: MockReply, request: httpx2.Request) -> None:
     """The error a real client would get after waiting for the headers, if any."""
     limit = _read_timeout(request)
     if limit is not None and reply.delay > limit:
-        raise httpx.ReadTimeout(f"timed out: the mock delayed its answer {reply.delay:g} s, longer than the "
+        raise httpx2.ReadTimeout(f"timed out: the mock delayed its answer {reply.delay:g} s, longer than the "
                                 f"read timeout of {limit:g} s", request=request)
     if reply.drop:
-        raise httpx.RemoteProtocolError("Server disconnected without sending a response.", request=request)
+        raise httpx2.RemoteProtocolError("Server disconnected without sending a response.", request=request)
 
 
-def _cut_off(reply: MockReply, request: httpx.Request) -> httpx.RemoteProtocolError:
-    """What httpx says when a server closes the connection before the body's end (its own words)."""
+def _cut_off(reply: MockReply, request: httpx2.Request) -> httpx2.RemoteProtocolError:
+    """What httpx2 says when a server closes the connection before the body's end (its own words)."""
     if reply.events is not None:
         why = "incomplete chunked read"
     else:
         why = f"received {len(reply.body)} bytes, expected {reply.headers.get('content-length')}"
-    return httpx.RemoteProtocolError(f"peer closed connection without sending complete message body: {why}",
+    return httpx2.RemoteProtocolError(f"peer closed connection without sending complete message body: {why}",
                                      request=request)
 
 
-def _response(reply: MockReply, request: httpx.Request, **body: object) -> httpx.Response:
-    return httpx.Response(reply.status, headers=reply.headers, request=request, **body)  # type: ignore[arg-type]
+def _response(reply: MockReply, request: httpx2.Request, **body: object) -> httpx2.Response:
+    return httpx2.Response(reply.status, headers=reply.headers, request=request, **body)  # type: ignore[arg-type]

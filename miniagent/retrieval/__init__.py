@@ -477,7 +477,7 @@ def _wordllama() -> Any:
 
 def _import_wordllama() -> Any:
     """Import wordllama without its side effect: it calls logging.basicConfig(level=INFO) on import,
-    which would make every httpx request print a log line in a notebook. Undo exactly that."""
+    which would make every httpx2 request print a log line in a notebook. Undo exactly that."""
     import logging
     root = logging.getLogger()
     handlers, level = list(root.handlers), root.level
@@ -498,17 +498,17 @@ def api_embedder(model: str = "text-embedding-3-small", dimensions: int | None =
     OPENAI_BASE_URL (or `base_url`, default https://api.openai.com/v1) is the server.
     Offline: the bundled mock in-process, whose vectors are hashed bags of words.
     """
-    import httpx
+    import httpx2
     key = api_key or os.environ.get("OPENAI_API_KEY")
     if offline is None:
         offline = os.environ.get("MINIAGENT_OFFLINE") == "1" or not key
     if offline:
         from miniagent.mock import MockAPI
-        http = httpx.Client(transport=MockAPI().transport(), base_url="http://mock.invalid/v1", timeout=timeout)
+        http = httpx2.Client(transport=MockAPI().transport(), base_url="http://mock.invalid/v1", timeout=timeout)
         key = "offline"
     else:
         url = base_url or os.environ.get("OPENAI_BASE_URL") or "https://api.openai.com/v1"
-        http = httpx.Client(base_url=url.rstrip("/"), timeout=timeout)
+        http = httpx2.Client(base_url=url.rstrip("/"), timeout=timeout)
 
     def embed(texts: list[str]) -> list[list[float]]:
         body: dict[str, Any] = {"model": model, "input": list(texts)}

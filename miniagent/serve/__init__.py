@@ -679,7 +679,7 @@ def create_app(*, agent_factory: Callable[[], Any] | None = None, store: Any = N
                max_question_chars: int = 20_000, allowed_hosts: tuple[str, ...] | None = LOCAL_HOSTS,
                heartbeat_seconds: float = 15.0, approval_timeout_seconds: float = 300.0,
                body_timeout_seconds: float = BODY_TIMEOUT_SECONDS, lease_seconds: float | None = None) -> FastAPI:
-    """The service as an ASGI app (run it with uvicorn; test it with httpx's ASGITransport).
+    """The service as an ASGI app (run it with uvicorn; test it with httpx2's ASGITransport).
 
     `agent_factory()` makes the agent of each run (default: `AsyncAgent` on `connect_async()`,
     offline unless a key is set), which is given its conversation's stored history. `store`

@@ -43,7 +43,7 @@ print("default model:", miniagent.DEFAULT_MODEL)
 #
 # ```mermaid
 # flowchart LR
-#     code["your code<br/>llm.create(messages)"] --> client["miniagent.Client<br/>(httpx)"]
+#     code["your code<br/>llm.create(messages)"] --> client["miniagent.Client<br/>(httpx2)"]
 #     client -- "offline: in-process transport,<br/>no socket" --> mock["MockAPI<br/>(in this kernel)"]
 #     client -- "live: HTTPS" --> api["api.anthropic.com<br/>(a real model)"]
 #     client -- "live + ANTHROPIC_BASE_URL:<br/>HTTP" --> server["python -m miniagent.mock<br/>(another process)"]
@@ -162,4 +162,4 @@ miniagent.exercises.check_00_1(reference_response, llm)
 
 # %% [markdown]
 # **Next: [01 · One LLM call](01_llm_call.ipynb)** — the same call built by hand with
-# httpx, so nothing is hidden.
+# httpx2, so nothing is hidden.

@@ -6,7 +6,7 @@
 # something wrong in that JSON. So we write it by hand.
 #
 # **You will be able to**
-# - build and send a Messages API request with nothing but httpx, and read the response;
+# - build and send a Messages API request with nothing but httpx2, and read the response;
 # - explain why the model remembers nothing, and make it "remember" with the messages list;
 # - tell the errors worth retrying (429, 529, 5xx) from those that are not (400, 401).
 #
@@ -50,7 +50,10 @@ show({name: "<your key>" if name in ("x-api-key", "authorization") else value fo
 show(body)
 
 # %% [markdown]
-# `llm.http` is a plain `httpx.Client`. Offline it is wired to the mock; live, to the
+# `llm.http` is a plain `httpx2.Client`. (Why `httpx2`: httpx has had no release since
+# December 2024, and httpx2 is its maintained continuation, the same API under Pydantic's
+# care, which the official SDKs, the MCP SDK and Starlette now depend on; httpx code reads
+# the same with `httpx2` in the import.) Offline it is wired to the mock; live, to the
 # internet. Either way the whole call is one `http.post`. A busy API sometimes answers
 # 429 or 529, "try again shortly" (more on that below), so `post` tries up to three times:
 
@@ -298,7 +301,7 @@ print("waited:", waits, "then", patient.last.status)
 #
 # **Exercise 1.** Add a system prompt to a copy of `body`: a top-level `"system"` field,
 # beside `"messages"`, saying "Answer in French.". Send it by hand with `post`, and keep
-# what `post` returns, the `httpx.Response`, in `french_reply`: its `.request` is what you
+# what `post` returns, the `httpx2.Response`, in `french_reply`: its `.request` is what you
 # sent, its `.json()` what came back.
 
 # %% tags=["exercise"]

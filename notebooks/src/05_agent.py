@@ -293,7 +293,7 @@ TraceView(chat.agent.trace)
 # keeps every edge hardened, and so grew far past that; `miniagent/tiny.py` keeps the
 # promise: the call, tools with a schema and a registry, the loop with every
 # `stop_reason`, parallel tools and both budgets, a pair-safe window and the agent, on
-# httpx and the standard library alone. Open it beside this notebook and read it in
+# httpx2 and the standard library alone. Open it beside this notebook and read it in
 # one sitting:
 
 # %%

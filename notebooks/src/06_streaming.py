@@ -32,7 +32,7 @@ DEMO = "现在几点了？顺便帮我算一下 (1024 + 768) * 2，再告诉我�
 # ## The same request, streamed
 #
 # Add `"stream": true` to the body. The answer is still `200`, but its content type is
-# `text/event-stream`, and httpx's `stream()` lets you read the body as it arrives
+# `text/event-stream`, and httpx2's `stream()` lets you read the body as it arrives
 # instead of waiting for all of it. The URL and headers are the connection's own
 # (`llm.endpoint()`: its base URL, its path, its auth header with the key).
 

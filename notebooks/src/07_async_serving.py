@@ -25,7 +25,7 @@ import statistics
 import time
 import tracemalloc
 
-import httpx
+import httpx2
 
 import miniagent
 from miniagent.aloop import AsyncAgent
@@ -387,11 +387,11 @@ server, base = serve_in_thread(app)  # base: "http://127.0.0.1:" and the port it
 print("serving:", server.started, "| print(base) shows its address: open that in your browser to chat")
 
 # %% [markdown]
-# `POST /chat`, with httpx as any client would call it. No `conversation_id` starts a
+# `POST /chat`, with httpx2 as any client would call it. No `conversation_id` starts a
 # new conversation; send the id back to continue it.
 
 # %%
-http = httpx.AsyncClient(base_url=base, timeout=30 if llm.mode == "offline" else 600)  # a local model is slow
+http = httpx2.AsyncClient(base_url=base, timeout=30 if llm.mode == "offline" else 600)  # a local model is slow
 reply = await http.post("/chat", json={"message": DEMO})
 answer = reply.json()
 print(reply.status_code, {k: v[:200] if k == "text" else v for k, v in answer.items() if k not in ("conversation_id", "tool_calls")})
@@ -481,7 +481,7 @@ slow_app = create_app(agent_factory=lambda: AsyncAgent(miniagent.connect_async(o
 slow, slow_base = serve_in_thread(slow_app)
 
 # %%
-async with httpx.AsyncClient(base_url=slow_base, timeout=30) as client:
+async with httpx2.AsyncClient(base_url=slow_base, timeout=30) as client:
     async with client.stream("POST", "/chat/stream", json={"message": "What's the weather in Paris?"}) as response:
         parser = miniagent.SSEParser()
         async for chunk in response.aiter_bytes():
@@ -538,7 +538,7 @@ from pathlib import Path
 folder = Path(tempfile.mkdtemp())  # a fresh folder: the store makes its tables on first use
 store = f"sqlite:///{folder / 'conversations.db'}"
 workers = [create_app(agent_factory=lambda: AsyncAgent(llm, tools, stream=True), store=store) for _ in range(2)]
-one, two = (httpx.AsyncClient(transport=httpx.ASGITransport(app=worker), base_url="http://127.0.0.1")
+one, two = (httpx2.AsyncClient(transport=httpx2.ASGITransport(app=worker), base_url="http://127.0.0.1")
             for worker in workers)
 begun = await one.post("/chat", json={"message": "Hi, my name is Ada."})
 cid = begun.json()["conversation_id"]

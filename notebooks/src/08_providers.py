@@ -53,7 +53,7 @@ def show(value, limit=900):
 # ## The same question in both formats, by hand
 #
 # One question, one tool, a short system prompt. First as the Messages API wants it
-# (notebook 02), sent with httpx. The URL and headers come from the connection
+# (notebook 02), sent with httpx2. The URL and headers come from the connection
 # (`endpoint()`), so the cell works with every preset, whatever its path and auth header.
 # Live, a cell by hand goes to your provider if it speaks that cell's format, and to the
 # mock if not (the lines above say which):
