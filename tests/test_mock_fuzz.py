@@ -22,6 +22,7 @@ import tracemalloc
 import pytest
 
 from miniagent.mock import MockAPI, serve_in_thread
+from miniagent.mock.openai_responses import ResponseStore
 from test_mock_hardening import BODY, BUG_MARKERS, Answer, read_answer, request_bytes, talk
 
 SEED = 20_260_808
@@ -41,12 +42,19 @@ CHAT = json.dumps({"model": "gpt-4o", "messages": [{"role": "user", "content": "
                        "type": "object", "properties": {"city": {"type": "string"}}}}}]}).encode()
 CHAT_STREAMED = CHAT[:-1] + b', "stream": true, "stream_options": {"include_usage": true}}'
 EMBED = b'{"model": "text-embedding-3-small", "input": ["hello", "weather"], "dimensions": 32}'
+RESPONSES = json.dumps({"model": "gpt-5", "input": "Weather in Paris and Tokyo?", "instructions": "Be brief.",
+                        "tools": [{"type": "function", "name": "get_weather", "parameters": {
+                            "type": "object", "properties": {"city": {"type": "string"}}}}]}).encode()
+RESPONSES_STREAMED = RESPONSES[:-1] + b', "stream": true}'
+RESPONSES_CHAINED = b'{"model": "gpt-5", "input": "And tomorrow?", "previous_response_id": "resp_mock_0001"}'
+RESPONSES_BODIES = [RESPONSES, RESPONSES_STREAMED, RESPONSES_CHAINED, RESPONSES[:-1] + b', "store": false}']
+MAX_STORED = 20  # the fuzz fills the mock's store of responses to its bounds too
 CONTROL_BODIES = [b'{"status": 429}', b'{"status": 529, "times": 3}', b'[{"content": "scripted"}]', b'{"delay": 1e999}',
                   b'{"status": 429, "times": 1000000000000}', b'{"responses": 5}', b'null', b"[" * 3_000]
 # Mostly plausible, so that most requests reach the API's own gates, validation and the brain.
 # No /_mock/reset: the records must fill up to their bounds for the memory check to mean anything.
 PATHS = ["/v1/messages"] * 20 + ["/v1/messages/count_tokens"] * 6 + ["/v1/chat/completions"] * 8 + [
-    "/v1/embeddings"] * 3 + ["/chat/completions", 
+    "/v1/embeddings"] * 3 + ["/v1/responses"] * 6 + ["/v1/responses/resp_mock_0001", "/chat/completions", 
     "/_mock/requests", "/_mock/script", "/_mock/fault", "/", "/v1/models", "/v1/messages?beta=true",
     "//v1/messages", "/%00", "/v1/messages/../../etc/passwd", "*", "http://mock/v1/messages"]
 METHODS = ["POST"] * 20 + ["GET", "DELETE", "PUT", "PATCH", "OPTIONS", "HEAD", "BREW", "post", "G\x00T"]
@@ -62,6 +70,8 @@ def junk(rng: random.Random, size: int) -> bytes:
 def body_for(rng: random.Random, path: str) -> bytes:
     kind = rng.randrange(15)
     if kind < 3 or kind > 9:
+        if path.startswith("/v1/responses"):
+            return rng.choice(RESPONSES_BODIES)
         if "chat" in path or "embeddings" in path:
             return EMBED if "embeddings" in path else rng.choice([CHAT, CHAT_STREAMED])
         return COUNT if path.endswith("count_tokens") else rng.choice([VALID, TOOLS, STREAMED])
@@ -155,6 +165,7 @@ class BugLog(io.TextIOBase):
 def server():
     log = BugLog()
     mock = MockAPI(max_records=MAX_RECORDS, max_record_bytes=MAX_RECORD_BYTES)
+    mock.responses = ResponseStore(max_count=MAX_STORED)
     server, _ = serve_in_thread(mock, log=log, idle_timeout=2, request_timeout=2, max_connections=64)
     yield server, log
     server.shutdown()
@@ -176,6 +187,11 @@ def check(answer: Answer | None, data: bytes) -> None:
         return
     if answer.headers.get("transfer-encoding") == "chunked":  # a stream: the API's events, to the end
         assert answer.status == 200, answer
+        if answer.body.startswith(b"event: response.created\n"):  # the Responses API's: its events, to the end
+            last = answer.body.rstrip(b"\n").rsplit(b"\n\n", 1)[-1]
+            assert last.startswith((b"event: response.completed\n", b"event: response.incomplete\n",
+                                    b"event: error\n")), answer
+            return
         if answer.body.startswith(b"data: "):  # OpenAI's: data-only chunks, then [DONE] (or its error chunk)
             assert answer.body.endswith((b"data: [DONE]\n\n", b'"type":"server_error","param":null,"code":null}}\n\n'))
             return
@@ -259,6 +275,7 @@ def test_every_fuzzed_request_gets_an_http_answer_and_memory_stays_bounded(serve
     still_serves(port)
     mock = srv.mock
     assert len(mock.records) <= MAX_RECORDS and mock._records.bytes <= MAX_RECORD_BYTES  # the log's own tally
+    assert 0 < len(mock.responses) <= MAX_STORED  # responses were stored, and no more than the cap
     # What is still allocated is at most the records that replaced older ones, not a leak per request.
     assert after_second < 3 * MAX_RECORD_BYTES, after_second
     assert after_third - after_second < 100_000, (after_second, after_third)

@@ -34,7 +34,10 @@ back, openai_stream.py streams it), `POST /v1/embeddings` (embeddings.py), and
 `GET /v1/models` in OpenAI's list shape when the request comes from an OpenAI client
 (`Authorization: Bearer` and no `anthropic-version`; openai_wire.py). Its errors have
 OpenAI's shape; scripts, faults, pacing and records work there as here (a script is
-written once, in the Messages form, and comes out translated).
+written once, in the Messages form, and comes out translated). `POST /v1/responses`, the
+Responses API, is served the same way (openai_responses.py, openai_responses_stream.py),
+with the responses it stores (`mock.responses`, bounded) behind `previous_response_id`
+and `GET`/`DELETE /v1/responses/{id}`.
 
 Control endpoints (mock-only, never recorded, no request id used): `POST /_mock/script`,
 `POST /_mock/fault`, `POST /_mock/pace`, `GET /_mock/requests`, `DELETE /_mock/requests`,
@@ -65,12 +68,14 @@ import httpx2
 
 from miniagent.mock import brain as _brain
 from miniagent.mock import cors, embeddings, openai_chat, openai_stream, openai_wire, safejson, stream
+from miniagent.mock import openai_responses, openai_responses_stream
 from miniagent.mock.caching import PromptCache
 from miniagent.mock.thinking import output_tokens
 from miniagent.mock.faults import (DEFAULT_RETRY_AFTER, MAX_RETRY_AFTER, Fault, FaultQueue, Flaky, is_error_status,
                                    make_fault, parse_fault_header, script_fault, seconds)
 from miniagent.mock.models import MODELS_PATH, Catalog, catalog_from
 from miniagent.mock.openai_wire import CHAT_PATH, EMBEDDINGS_PATH, OpenAIError, Refuse
+from miniagent.mock.openai_responses import RESPONSES_PATH, ResponseStore
 from miniagent.mock.pacing import Pacing, pacing_from, parse_pace_header, waits
 from miniagent.mock.records import MAX_RECORD_BYTES, MAX_RECORDS, REDACTED, RecordLog
 from miniagent.mock.validate import SUPPORTED_VERSIONS, ApiError, parse_betas, validate_request
@@ -86,8 +91,10 @@ MAX_SCRIPT = 1_000                  # scripted responses waiting
 MAX_SCRIPT_BYTES = MAX_BODY_BYTES   # their total size as JSON
 NO_RETRY_STATUSES = (400, 401, 403, 404, 413)
 API_ROUTES = (("POST", MESSAGES_PATH), ("POST", COUNT_TOKENS_PATH), ("GET", MODELS_PATH),
-              ("GET", MODELS_PATH + "/{model_id}"), ("POST", CHAT_PATH), ("POST", EMBEDDINGS_PATH))
-MODEL_CALLS = (MESSAGES_PATH, CHAT_PATH)  # the calls a model answers: scripts, queued faults and pacing apply
+              ("GET", MODELS_PATH + "/{model_id}"), ("POST", CHAT_PATH), ("POST", EMBEDDINGS_PATH),
+              ("POST", RESPONSES_PATH), ("GET", RESPONSES_PATH + "/{response_id}"),
+              ("DELETE", RESPONSES_PATH + "/{response_id}"))
+MODEL_CALLS = (MESSAGES_PATH, CHAT_PATH, RESPONSES_PATH)  # the calls a model answers: scripts, queued faults, pacing
 CONTROL_ROUTES = (("POST", "/_mock/script"), ("POST", "/_mock/fault"), ("POST", "/_mock/pace"),
                   ("GET", "/_mock/requests"), ("DELETE", "/_mock/requests"), ("POST", "/_mock/reset"))
 STREAM_CONTENT_TYPE = "text/event-stream; charset=utf-8"
@@ -190,6 +197,7 @@ class MockAPI:
         self._records = RecordLog(max_records, max_record_bytes)
         self._lock = threading.RLock()  # re-entrant: a scripted callable may read mock.records
         self._cache = PromptCache(clock)  # the prompts cached by cache_control (caching.py)
+        self.responses = ResponseStore()  # the Responses API's stored responses (openai_responses.py)
         self.reset()
 
     # --- state --------------------------------------------------------------------
@@ -200,6 +208,7 @@ class MockAPI:
         with self._lock:
             self._records.clear()
             self._cache.clear()
+            self.responses.clear()
             self._script: deque[_Scripted] = deque()
             self._faults = FaultQueue()
             self._flaky.reset()
@@ -261,7 +270,8 @@ class MockAPI:
         """Queue exact answers for the next model calls that pass validation: `POST /v1/messages`,
         and `POST /v1/chat/completions`, which gets the same answer in OpenAI's shape (its
         tool_use blocks become tool_calls, its stop_reason a finish_reason, a scripted error
-        OpenAI's error body). A callable is given the request in the Messages form.
+        OpenAI's error body), as does `POST /v1/responses` (tool_use blocks as function_call
+        items). A callable is given the request in the Messages form.
 
         Each response is one of:
         - a partial message `{"content": [...] or "text", "stop_reason": ..., "stop_sequence": ...}`
@@ -303,7 +313,7 @@ class MockAPI:
     def fault(self, status: int | None = None, *, times: int = 1, retry_after: float = DEFAULT_RETRY_AFTER,
               delay: float = 0.0, drop: bool = False, message: str | None = None, cut: int | None = None,
               error_after: int | None = None) -> None:
-        """Make the next `times` model calls (`POST /v1/messages`, `POST /v1/chat/completions`) fail.
+        """Make the next `times` model calls (`POST /v1/messages`, `/v1/chat/completions`, `/v1/responses`) fail.
 
         `status` 429 answers `rate_limit_error` with `retry-after` (seconds) and
         `retry-after-ms` headers; 529 `overloaded_error`; 500 `api_error`; any other
@@ -369,6 +379,8 @@ class MockAPI:
                 return _openai_error(problem, rid) if openai else _error(problem, rid)
             if path.startswith(MODELS_PATH):
                 reply = self._openai_models(path, rid) if openai else self._models(path, query, headers, rid)
+            elif path.startswith(RESPONSES_PATH + "/"):
+                reply = _stored_response(method, path, self.responses, headers, rid)
             elif openai:
                 reply = self._openai_call(path, headers, body, rid)
             else:
@@ -423,7 +435,7 @@ class MockAPI:
     # --- the OpenAI surfaces (openai_wire.py, openai_chat.py, embeddings.py) -------------------------
 
     def _openai_call(self, path: str, headers: dict[str, str], raw: bytes, rid: str) -> MockReply:
-        """`POST /v1/chat/completions` and `POST /v1/embeddings`, through the same gates as `_answer`:
+        """`POST /v1/chat/completions`, `/v1/responses` and `/v1/embeddings`, through the same gates as `_answer`:
         JSON, a fault (before validation), validation, a script or the brain, delivery."""
         try:
             body = safejson.loads(raw)
@@ -434,7 +446,7 @@ class MockAPI:
             pacing = self._pacing_for(headers.get("x-mock-pace"), path)
         except ValueError as exc:
             return _openai_error(OpenAIError(400, str(exc)), rid)
-        streamed = path == CHAT_PATH and isinstance(body, dict) and body.get("stream") is True
+        streamed = path in (CHAT_PATH, RESPONSES_PATH) and isinstance(body, dict) and body.get("stream") is True
         if fault and fault.error_after is not None and not streamed:  # no "after the 200": the overload comes first
             fault = replace(fault, status=openai_wire.OVERLOADED_STATUS, error_after=None)
         if fault and fault.drop:
@@ -448,20 +460,21 @@ class MockAPI:
             except Refuse as refused:
                 reply = _openai_error(refused.error, rid)
         else:
-            outcome = self._chat_answer(body, rid)
+            try:  # Chat Completions, or the Responses API (which also reads and keeps stored responses)
+                request = openai_responses.read_request(body, self.responses, headers) \
+                    if path == RESPONSES_PATH else None
+                outcome = self._chat_answer(request.canonical if request else openai_chat.read_request(body), rid)
+            except Refuse as refused:
+                outcome = _openai_error(refused.error, rid)
             if isinstance(outcome, MockReply):
                 reply = outcome
             else:
                 fault = fault or outcome.fault  # the request's own fault wins over a scripted one
-                reply = _deliver_chat(body, outcome, rid, streamed=streamed, pacing=pacing, fault=fault)
+                reply = _deliver_chat(body, outcome, rid, streamed=streamed, pacing=pacing, fault=fault, request=request)
         return _with_fault(reply, fault)
 
-    def _chat_answer(self, body: Any, rid: str) -> MockReply | _Answer:
+    def _chat_answer(self, canonical: dict, rid: str) -> MockReply | _Answer:
         """An error as a reply, or the answer in the Messages form, to deliver in OpenAI's."""
-        try:
-            canonical = openai_chat.read_request(body)
-        except Refuse as refused:
-            return _openai_error(refused.error, rid)
         try:
             partial = self._next_partial(canonical, openai_chat.brain_view(canonical))
         except Exception as exc:  # a bug in the brain or a scripted callable: report it as a 500
@@ -688,7 +701,8 @@ def _query(target: str) -> str:
 def _api_route(method: str, path: str) -> bool:
     """One of the API's routes (`GET /v1/models/{model_id}` for any id)."""
     return (method, path) in API_ROUTES or (method == "GET" and path.startswith(MODELS_PATH + "/")
-                                            and len(path) > len(MODELS_PATH) + 1)
+                                            and len(path) > len(MODELS_PATH) + 1) or \
+        (method in ("GET", "DELETE") and path.startswith(RESPONSES_PATH + "/") and len(path) > len(RESPONSES_PATH) + 1)
 
 
 def _not_found(method: str, path: str) -> ApiError:
@@ -758,23 +772,41 @@ def _deliver(answer: _Answer, rid: str, *, streamed: bool, pacing: Pacing, fault
 
 
 def _deliver_chat(body: dict, answer: _Answer, rid: str, *, streamed: bool, pacing: Pacing,
-                  fault: Fault | None) -> MockReply:
-    """`_deliver` for Chat Completions: the answer as a `chat.completion`, or its chunks (openai_stream.py)."""
+                  fault: Fault | None, request: openai_responses.Request | None = None) -> MockReply:
+    """`_deliver` for Chat Completions: the answer as a `chat.completion`, or its chunks (openai_stream.py);
+    with a Responses API `request`, as a `response` (kept if asked), or its events (openai_responses_stream.py)."""
     if fault and fault.error_after is not None and not streamed:  # a scripted one: no "after the 200" either
         error = openai_wire.status_error(openai_wire.OVERLOADED_STATUS)
         return _openai_error(error, rid)
-    completion = openai_chat.completion(answer.message, body, answer.cut_json)
+    surface: Any = openai_stream if request is None else openai_responses_stream
+    if request is None:
+        completion = openai_chat.completion(answer.message, body, answer.cut_json)
+    else:
+        completion = request.answer(answer.message, answer.cut_json)
     if not streamed and not pacing.active:
         return _openai_json(200, completion, rid)
-    options = body.get("stream_options") or {}
-    chunks = openai_stream.completion_chunks(completion, include_usage=options.get("include_usage") is True)
-    due = openai_stream.waits(chunks, pacing)
+    if request is None:
+        options = body.get("stream_options") or {}
+        chunks = openai_stream.completion_chunks(completion, include_usage=options.get("include_usage") is True)
+        error_event = dict(openai_stream.ERROR)
+    else:
+        chunks = openai_responses_stream.response_events(completion)
+        error_event = openai_responses_stream.error_event(chunks, fault.error_after if fault and fault.error_after else 0)
+    due = surface.waits(chunks, pacing)
     if not streamed:  # answered when the whole stream would have ended
         reply = _openai_json(200, completion, rid)
         reply.delay = sum(due)
         return reply
-    headers = {"content-type": openai_stream.CONTENT_TYPE, "x-request-id": rid}
-    return _stream_reply(chunks, due, fault, dict(openai_stream.ERROR), openai_stream.frame, headers)
+    headers = {"content-type": surface.CONTENT_TYPE, "x-request-id": rid}
+    return _stream_reply(chunks, due, fault, error_event, surface.frame, headers)
+
+
+def _stored_response(method: str, path: str, store: ResponseStore, headers: dict[str, str], rid: str) -> MockReply:
+    """`GET` and `DELETE /v1/responses/{id}` (openai_responses.stored)."""
+    try:
+        return _openai_json(200, openai_responses.stored(method, path, store, headers), rid)
+    except Refuse as refused:
+        return _openai_error(refused.error, rid)
 
 
 def _stream_reply(events: list, due: list[float], fault: Fault | None, error_event: dict,

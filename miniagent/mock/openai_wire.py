@@ -1,11 +1,12 @@
 """What every OpenAI surface of the mock shares: who is an OpenAI client, its error shape and words.
 
-The mock also speaks OpenAI's API (Chat Completions in openai_chat.py, embeddings in
-embeddings.py, the model list in models.py), so that code written with the `openai`
-SDK, or against any OpenAI-compatible provider, runs offline against the same brain.
-An OpenAI client is told apart by where it goes (`/v1/chat/completions`,
-`/v1/embeddings`) or, on the paths both APIs have (`GET /v1/models`), by what it
-sends: `Authorization: Bearer` and no `anthropic-version` header.
+The mock also speaks OpenAI's API (Chat Completions in openai_chat.py, the Responses API in
+openai_responses.py, embeddings in embeddings.py, the model list in models.py), so that
+code written with the `openai` SDK, or against any OpenAI-compatible provider, runs
+offline against the same brain. An OpenAI client is told apart by where it goes
+(`/v1/chat/completions`, `/v1/responses`, `/v1/embeddings`) or, on the paths both APIs
+have (`GET /v1/models`), by what it sends: `Authorization: Bearer` and no
+`anthropic-version` header.
 
 Every OpenAI error has the body `{"error": {"message", "type", "param", "code"}}`, all
 four keys present (null when empty), and the request id in `x-request-id`
@@ -107,15 +108,21 @@ def speaks_openai(path: str, headers: Mapping[str, str]) -> bool:
 def check_auth(headers: Mapping[str, str], keys: set[str] | None) -> OpenAIError | None:
     """`Authorization: Bearer KEY` (an `x-api-key` is taken too: the mock is lenient where it costs
     nothing). Keys never appear in messages."""
-    key = headers.get("x-api-key", "").strip()
-    if not key:
-        scheme, _, token = headers.get("authorization", "").strip().partition(" ")
-        key = token.strip() if scheme.lower() == "bearer" else ""
+    key = api_key(headers)
     if not key:
         return OpenAIError(401, NO_KEY)
     if keys is not None and key not in keys:
         return OpenAIError(401, BAD_KEY, code="invalid_api_key")
     return None
+
+
+def api_key(headers: Mapping[str, str]) -> str:
+    """The key a request sent: `x-api-key`, else `Authorization: Bearer KEY` ("" if none)."""
+    key = headers.get("x-api-key", "").strip()
+    if not key:
+        scheme, _, token = headers.get("authorization", "").strip().partition(" ")
+        key = token.strip() if scheme.lower() == "bearer" else ""
+    return key
 
 
 def not_found(method: str, path: str, served: str) -> OpenAIError:
