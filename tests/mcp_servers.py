@@ -124,6 +124,12 @@ def handle(request: dict) -> None:
                 "code": -32022, "message": "connection is serving the 2026-07-28 protocol; the initialize handshake is not accepted",
                 "data": {"supported": ["2026-07-28"], "requested": params.get("protocolVersion")}}})
             return
+        meta = params.get("_meta") if isinstance(params.get("_meta"), dict) else {}
+        if not {"io.modelcontextprotocol/protocolVersion", "io.modelcontextprotocol/clientCapabilities"} <= set(meta):
+            send({"jsonrpc": "2.0", "id": request["id"], "error": {  # the MCP SDK's own words (mcp 2.3.0)
+                "code": -32602, "message": "params._meta must be an object carrying the required "
+                "'io.modelcontextprotocol/protocolVersion' and 'io.modelcontextprotocol/clientCapabilities' envelope keys"}})
+            return
         time.sleep(0.6)
         result = {"resultType": "complete", "supportedVersions": ["2026-07-28"], "capabilities": {"tools": {}},
                   "serverInfo": {"name": "test-slow-modern", "version": "1.0"}}

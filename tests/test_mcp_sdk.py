@@ -287,3 +287,15 @@ def test_our_client_and_the_sdk_client_see_the_same_tools_and_results(server):
         assert ours_results[0] == (builtin_tools.get_weather("北京"), False)
         assert ours_results[2] == ("2026-05-09 07:23:11 (Europe/London)", False)
         assert ours_results[3][1] is True and ours_results[4][1] is True  # a refusal, bad arguments
+
+
+def test_our_client_speaks_modern_to_the_sdk_server_even_when_its_probe_times_out():
+    # On a busy machine the SDK's server starts after the probe gave up: our client then tries the
+    # handshake, which the server refuses, and asks again. That second question must carry the
+    # protocol's _meta as the first did (it once did not: "params._meta must be an object ...").
+    from miniagent.mcp import MCPClient
+
+    with MCPClient.start([sys.executable, "-m", "miniagent.mcp.sdk", "--clock", CLOCK], env=ENV,
+                         probe_timeout=0.01) as client:
+        assert (client.era, client.protocol_version) == ("modern", "2026-07-28")
+        assert [t["name"] for t in client.list_tools()] == ["get_weather", "get_current_time", "calculate"]

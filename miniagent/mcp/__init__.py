@@ -224,6 +224,7 @@ class MCPClient:
             if err.code != UNSUPPORTED_PROTOCOL_VERSION or not isinstance(supported, list) \
                     or not any(v in MODERN_VERSIONS for v in supported):
                 raise
+        self.era, self.protocol_version = None, PROTOCOL_VERSION  # probing again: the request carries _meta
         found = self.request("server/discover", {})
         versions = found.get("supportedVersions")
         return self._choose(versions if isinstance(versions, list) else [], found=found)
