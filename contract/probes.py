@@ -83,6 +83,7 @@ class Probe:
     known: dict[str, str] = field(default_factory=dict)
     pending: str = ""
     group: str = "validation"
+    openai: bool = False  # a probe of OpenAI's API: the live run (Anthropic's API) checks it on the mock only
 
     def why_known(self, key: str) -> str:
         """Why a difference at `key` (or under it) is known, or ""."""
@@ -646,7 +647,130 @@ BROWSERS = [
           "ours (§5.G: the real preflight is not documented; a live run shows it)", group="browsers"),
 ]
 
-PROBES: list[Probe] = [*VALIDATION, *ANSWERS, *TOOL_CHOICE, *MODELS, *BROWSERS]
+# --- OpenAI's Responses API (/v1/responses) -------------------------------------------------------
+# The mock serves it beside the Messages API (miniagent/mock/openai_responses.py). These probes say what
+# the real OpenAI API answers (the pinned `openai` SDK's types, and its 400s as clients quote them); the
+# live run is Anthropic's API, so there too they check the mock against `expect` (`openai=True`).
+
+RESPONSES = "/v1/responses"
+NOT_ANTHROPIC = {"anthropic-version": None}  # an OpenAI request: a key, and nothing of Anthropic's
+WEATHER_FUNCTION = {"type": "function", "name": WEATHER["name"], "description": WEATHER["description"],
+                    "parameters": WEATHER["input_schema"], "strict": False}
+RESPONSE_KEYS = ["id", "object", "created_at", "status", "model", "output", "usage", "tools", "tool_choice",
+                 "parallel_tool_calls", "store", "text", "previous_response_id", "instructions"]
+
+
+def openai_error(reply: Reply) -> dict[str, Any]:
+    """Status, and OpenAI's error fields (a success: the status alone)."""
+    if reply.status < 400:
+        return {"status": reply.status}
+    try:
+        body = reply.json()["error"]
+        return {"status": reply.status, "message": body["message"], "param": body["param"], "code": body["code"]}
+    except (ValueError, KeyError, TypeError):
+        return {"status": reply.status, "message": None, "param": None, "code": None}
+
+
+def _response(api: Api) -> dict[str, Any]:
+    reply = api.send("POST", RESPONSES, {"model": MODEL, "input": "Say hello in one word.", "max_output_tokens": 256},
+                     NOT_ANTHROPIC)
+    seen = openai_error(reply)
+    if reply.status == 200:
+        body = reply.json()
+        seen.update({"has the keys": all(k in body for k in RESPONSE_KEYS), "object": body.get("object"),
+                     "response status": body.get("status"), "output": shape(body.get("output")),
+                     "usage": shape(body.get("usage"))})
+    return seen
+
+
+def _responses_round_trip(api: Api) -> dict[str, Any]:
+    body = {"model": MODEL, "input": ASK_WEATHER[0]["content"], "tools": [WEATHER_FUNCTION], "max_output_tokens": 256}
+    first = api.send("POST", RESPONSES, body, NOT_ANTHROPIC)
+    seen = {f"1. {k}": v for k, v in openai_error(first).items()}
+    if first.status != 200:
+        return seen
+    calls = [item for item in first.json()["output"] if item.get("type") == "function_call"]
+    seen["1. function_call shape"] = shape(calls[0]) if calls else None
+    outputs = [{"type": "function_call_output", "call_id": c["call_id"], "output": "15 degrees Celsius, sunny"}
+               for c in calls]
+    second = api.send("POST", RESPONSES, {**body, "previous_response_id": first.json()["id"], "input": outputs},
+                      NOT_ANTHROPIC)
+    seen.update({f"2. {k}": v for k, v in openai_error(second).items()})
+    if second.status == 200:
+        answer = second.json()
+        seen["2. output types"] = [item.get("type") for item in answer["output"]]
+        seen["2. previous_response_id"] = answer.get("previous_response_id") == first.json()["id"]
+    return seen
+
+
+def _responses_stream(api: Api) -> dict[str, Any]:
+    reply = api.send("POST", RESPONSES, {"model": MODEL, "input": ASK_WEATHER[0]["content"], "stream": True,
+                                         "tools": [WEATHER_FUNCTION], "max_output_tokens": 256}, NOT_ANTHROPIC)
+    seen = openai_error(reply)
+    if reply.status == 200:
+        kinds: list[str] = []
+        for event in reply.events:
+            if not kinds or kinds[-1] != event.get("type"):
+                kinds.append(event.get("type"))
+        seen["first and last"] = [kinds[0], kinds[-1]] if kinds else []
+        seen["has"] = sorted({k for k in kinds if k in (
+            "response.in_progress", "response.output_item.added", "response.function_call_arguments.delta",
+            "response.function_call_arguments.done", "response.output_item.done")})
+    return seen
+
+
+def bad_response(name: str, body: dict, message: str | None, param: str | None, code: str | None, evidence: str,
+                 status: int = 400) -> Probe:
+    def run(api: Api) -> dict[str, Any]:
+        seen = openai_error(api.send("POST", RESPONSES, body, NOT_ANTHROPIC))
+        if message is None:
+            seen.pop("message", None)
+        return seen
+    expect = {"status": status, **({"message": message} if message is not None else {}), "param": param, "code": code}
+    return Probe(name, run, expect, evidence, group="responses (OpenAI)", openai=True)
+
+
+FUNCTION_CALL = {"type": "function_call", "call_id": "call_probe_1", "name": "get_weather", "arguments": "{}"}
+RESPONSES_PROBES = [
+    Probe("a response", _response,
+          {"status": 200, "has the keys": True, "object": "response", "response status": "completed",
+           "output": [{"id": "string", "type": "message", "status": "string",
+                       "content": [{"type": "output_text", "annotations": [], "logprobs": [], "text": "string"}],
+                       "role": "assistant"}],
+           "usage": {"input_tokens": "integer", "input_tokens_details": {"cached_tokens": "integer",
+                                                                        "cache_write_tokens": "integer"},
+                     "output_tokens": "integer", "output_tokens_details": {"reasoning_tokens": "integer"},
+                     "total_tokens": "integer"}},
+          "the openai SDK's Response and ResponseUsage types [P]"),
+    Probe("a function call and its output, by previous_response_id", _responses_round_trip,
+          {"1. status": 200, "1. function_call shape": {"arguments": "string", "call_id": "string",
+                                                       "name": "string", "type": "function_call", "id": "string",
+                                                       "status": "string"},
+           "2. status": 200, "2. output types": ["message"], "2. previous_response_id": True},
+          "the openai SDK's ResponseFunctionToolCall; OpenAI's function-calling guide [P]"),
+    Probe("a streamed function call", _responses_stream,
+          {"status": 200, "first and last": ["response.created", "response.completed"],
+           "has": ["response.function_call_arguments.delta", "response.function_call_arguments.done",
+                   "response.in_progress", "response.output_item.added", "response.output_item.done"]},
+          "the openai SDK's ResponseStreamEvent types and its stream accumulator [P]"),
+    bad_response("responses: an unknown parameter", {"model": MODEL, "input": "x", "foo": 1},
+                 "Unknown parameter: 'foo'.", "foo", "unknown_parameter", "clients' quoted 400s [S]"),
+    bad_response("responses: an output with no call", {"model": MODEL, "input": [
+        {"type": "function_call_output", "call_id": "call_probe_1", "output": "x"}]},
+        "No tool call found for function call output with call_id call_probe_1.", "input", None,
+        "clients' quoted 400s [S]"),
+    bad_response("responses: a call with no output", {"model": MODEL, "input": [FUNCTION_CALL]},
+                 "No tool output found for function call call_probe_1.", "input", None, "clients' quoted 400s [S]"),
+    bad_response("responses: an unknown previous_response_id",
+                 {"model": MODEL, "input": "x", "previous_response_id": "resp_probe_missing"},
+                 "Previous response with id 'resp_probe_missing' not found.", "previous_response_id",
+                 "previous_response_not_found", "clients' quoted 400s [S]"),
+]
+for _probe in RESPONSES_PROBES:
+    _probe.group, _probe.openai = "responses (OpenAI)", True
+
+
+PROBES: list[Probe] = [*VALIDATION, *ANSWERS, *TOOL_CHOICE, *MODELS, *BROWSERS, *RESPONSES_PROBES]
 
 
 @dataclass

@@ -80,7 +80,8 @@ def test_the_saved_replies_cover_every_probe_and_hold_no_key(contract):
     assert "<key>" in text and contract.MOCK_KEY not in text
     replayed = contract.Replayed("llama.cpp", saved)
     for probe in contract.PROBES:
-        contract.observe(probe, replayed)
+        if not probe.openai:  # the Responses API's probes are not run against llama.cpp's Messages endpoint
+            contract.observe(probe, replayed)
     assert replayed.missing == []
 
 
