@@ -135,6 +135,55 @@ print(reply.status_code if reply.is_error else f"{reply.status_code}: this serve
 show(reply.json())
 
 # %% [markdown]
+# ## A third format: OpenAI's Responses API
+#
+# OpenAI has a newer API of its own, `POST /v1/responses`: its docs recommend it for new
+# projects and its Agents SDK uses it by default. The same turn once more. The system
+# prompt is `instructions`, the conversation is `input` (a string, or a list of *items*),
+# and a tool is flat: `type`, `name`, `description`, `parameters`. Only OpenAI serves it,
+# so the cell goes to OpenAI if that is your provider, and to the mock if not:
+
+# %%
+gpt = llm if llm.base_url.startswith("https://api.openai.com") else miniagent.connect(offline=True, provider="openai",
+                                                                                     quiet=True)
+url, headers = gpt.endpoint()
+url = url.replace("/chat/completions", "/responses")  # same base URL and key, another path
+responses_body = {"model": gpt.model, "max_output_tokens": 200, "instructions": "Answer briefly.", "input": question,
+                  "tools": [{"type": "function", "name": weather["name"], "description": weather["description"],
+                             "parameters": weather["input_schema"]}]}
+first = gpt.http.post(url, json=responses_body, headers=headers).json()
+show(first["output"])
+item = next((item for item in first["output"] if item["type"] == "function_call"), None)
+if item is not None:  # a live model may answer in words, and the turn ends there
+    result = tools.run({"type": "tool_use", "id": item["call_id"], "name": item["name"],
+                        "input": json.loads(item["arguments"])})["content"]
+    # only what is new, and the response it follows: the server kept the rest
+    second = gpt.http.post(url, headers=headers, json={**responses_body, "previous_response_id": first["id"], "input": [
+        {"type": "function_call_output", "call_id": item["call_id"], "output": result}]}).json()
+    print(second["status"], "|", second["output"][-1]["content"][0]["text"])
+
+# %% [markdown]
+# What moved where, for this one turn in the three formats:
+#
+# | | Messages API | Chat Completions | Responses |
+# |---|---|---|---|
+# | system prompt | `system` | a `system` message | `instructions` (each request sends its own) |
+# | the conversation | `messages` | `messages` | `input`: a string, or items |
+# | a call | `tool_use` block in the assistant's content | `tool_calls[i]` on the assistant message | a `function_call` item of its own: `call_id`, `name`, `arguments` (a string again) |
+# | its result | `tool_result` block in a user turn | a `tool` message, `tool_call_id` | a `function_call_output` item, `call_id`, `output` |
+# | the answer | `content` blocks | `choices[0].message` | `output`: a list of items |
+# | the history | sent again each time | sent again each time | sent again, or kept on the server: `previous_response_id` (with `store`, the default) |
+#
+# The last row is the real change: the conversation's memory can move to the server. That
+# is why DeepSeek, Qwen, Kimi, GLM and the local servers still speak Chat Completions. A
+# stateless API is cheap to offer (any inference server can, and every client library
+# already speaks it); a stored conversation is a service to run (OpenAI keeps each
+# response at least 30 days unless told `store: false`), and some servers that copy
+# `/v1/responses` take `previous_response_id` and ignore it. So the package keeps its
+# history in the Messages format and translates at the edge: a third format would be one
+# more format class, not a new agent.
+
+# %% [markdown]
 # ## The translation, in one table
 #
 # | | Messages API (canonical here) | Chat Completions |
