@@ -37,7 +37,8 @@ OpenAI's shape; scripts, faults, pacing and records work there as here (a script
 written once, in the Messages form, and comes out translated). `POST /v1/responses`, the
 Responses API, is served the same way (openai_responses.py, openai_responses_stream.py),
 with the responses it stores (`mock.responses`, bounded) behind `previous_response_id`
-and `GET`/`DELETE /v1/responses/{id}`.
+and `GET`/`DELETE /v1/responses/{id}`. On `POST /v1/messages`, a `thread` (the beta message
+threads) keeps the conversation on the server, bounded (`mock.threads`, threads.py).
 
 Control endpoints (mock-only, never recorded, no request id used): `POST /_mock/script`,
 `POST /_mock/fault`, `POST /_mock/pace`, `GET /_mock/requests`, `DELETE /_mock/requests`,
@@ -78,6 +79,7 @@ from miniagent.mock.openai_wire import CHAT_PATH, EMBEDDINGS_PATH, OpenAIError, 
 from miniagent.mock.openai_responses import RESPONSES_PATH, ResponseStore
 from miniagent.mock.pacing import Pacing, pacing_from, parse_pace_header, waits
 from miniagent.mock.records import MAX_RECORD_BYTES, MAX_RECORDS, REDACTED, RecordLog
+from miniagent.mock.threads import ThreadStore, Turn
 from miniagent.mock.validate import SUPPORTED_VERSIONS, ApiError, parse_betas, validate_request
 from miniagent.tokens import estimate_request
 
@@ -152,6 +154,7 @@ class _Answer:
     message: dict
     cut_json: str | None = None
     fault: Fault | None = None
+    thread: Turn | None = None  # a threaded request's turn, held once its answer has gone out whole
 
 
 @dataclass
@@ -197,6 +200,7 @@ class MockAPI:
         self._records = RecordLog(max_records, max_record_bytes)
         self._lock = threading.RLock()  # re-entrant: a scripted callable may read mock.records
         self._cache = PromptCache(clock)  # the prompts cached by cache_control (caching.py)
+        self.threads = ThreadStore(clock)  # the conversations held for message threads (threads.py)
         self.responses = ResponseStore()  # the Responses API's stored responses (openai_responses.py)
         self.reset()
 
@@ -209,6 +213,7 @@ class MockAPI:
             self._records.clear()
             self._cache.clear()
             self.responses.clear()
+            self.threads.clear()
             self._script: deque[_Scripted] = deque()
             self._faults = FaultQueue()
             self._flaky.reset()
@@ -428,6 +433,8 @@ class MockAPI:
             if isinstance(outcome, _Answer):
                 fault = fault or outcome.fault  # the request's own fault wins over a scripted one
                 reply = _deliver(outcome, rid, streamed=streamed, pacing=pacing, fault=fault)
+                if outcome.thread and not reply.broken and not (fault and fault.error_after is not None):
+                    self.threads.store(outcome.thread, outcome.message)
             else:
                 reply = outcome
         return _with_fault(reply, fault)
@@ -494,9 +501,13 @@ class MockAPI:
     def _valid_answer(self, path: str, headers: dict[str, str], body: Any, rid: str) -> MockReply | _Answer:
         """An error or a token count as a reply; a model's answer as an `_Answer` (to send plain or streamed)."""
         counting = path == COUNT_TOKENS_PATH
+        betas = parse_betas(headers.get("anthropic-beta"))[0]
+        turn = None if counting else self.threads.resolve(body, headers, headers["anthropic-version"], bool(betas))
+        if isinstance(turn, ApiError):
+            return _error(turn, rid)
+        body = turn.body if turn else body  # a continue: the held conversation and the new turn (threads.py)
         problem = validate_request(body, version=headers["anthropic-version"], count_tokens=counting,
-                                   strict_alternation=self.strict_alternation, models=self.models,
-                                   betas=parse_betas(headers.get("anthropic-beta"))[0])
+                                   strict_alternation=self.strict_alternation, models=self.models, betas=betas)
         if problem:
             return _error(problem, rid)
         if counting:
@@ -512,7 +523,7 @@ class MockAPI:
                                  retry_after=partial.get("retry_after", DEFAULT_RETRY_AFTER), source="Scripted error")
         cut_json = partial.get("cut_json")
         fault = script_fault(partial["fault"]) if partial.get("fault") is not None else None
-        return _Answer(self._message(body, partial), cut_json if isinstance(cut_json, str) else None, fault)
+        return _Answer(self._message(body, partial), cut_json if isinstance(cut_json, str) else None, fault, turn)
 
     def _pacing_for(self, header: str | None, path: str) -> Pacing:
         """The `x-mock-pace` header's pacing, else the mock's; token counts and embeddings are never paced."""
@@ -867,6 +878,8 @@ def _error(error: ApiError, rid: str, extra: dict[str, str] | None = None) -> Mo
     if error.status in NO_RETRY_STATUSES:
         headers["x-should-retry"] = "false"
     body = {"type": "error", "error": {"type": error.type, "message": error.message}, "request_id": rid}
+    if getattr(error, "details", None):  # the API's `error.details` (`error_code`: threads.py)
+        body["error"]["details"] = error.details
     return _json_reply(error.status, body, rid, headers)
 
 
