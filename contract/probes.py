@@ -647,6 +647,78 @@ BROWSERS = [
           "ours (§5.G: the real preflight is not documented; a live run shows it)", group="browsers"),
 ]
 
+# --- message threads (beta) -----------------------------------------------------------------------
+
+THREADS_BETA = {"anthropic-beta": "message-threads-2026-08-12"}
+THREAD_EVIDENCE = ("the SDK [P] (anthropic 2.14.0: lib/threads, types/thread_*_error.py): the codes in "
+                   "error.details.error_code and when they come; the messages are ours, not compared")
+
+
+def _error_code(reply: Reply) -> Any:
+    try:
+        return reply.json()["error"]["details"]["error_code"]
+    except (ValueError, KeyError, TypeError):
+        return None
+
+
+def _thread_reply(reply: Reply, step: str) -> dict[str, Any]:
+    seen = error(reply)
+    seen.pop("message", None)
+    if reply.status >= 400:
+        seen["error_code"] = _error_code(reply)
+    return {f"{step}. {k}": v for k, v in seen.items()}
+
+
+def _thread(api: Api) -> dict[str, Any]:
+    """A tool round on a thread: a create with the question and the tools, a continue with the result
+    only; then the same continue again (each answer is continued once) and one from an id never held."""
+    body = {"model": MODEL, "max_tokens": 512, "messages": ASK_WEATHER, "tools": [WEATHER],
+            "thread": {"type": "create"}}
+    first = api.send("POST", "/v1/messages", body, THREADS_BETA)
+    seen = _thread_reply(first, "1")
+    calls = [b for b in first.json()["content"] if b.get("type") == "tool_use"] if first.status == 200 else []
+    seen["1. calls"] = [c.get("name") for c in calls]
+    if not calls:
+        return seen
+    results = [{"type": "tool_result", "tool_use_id": c["id"], "content": "15 degrees Celsius, sunny"} for c in calls]
+    turn = {"model": MODEL, "max_tokens": 512, "messages": [{"role": "user", "content": results}],
+            "thread": {"type": "continue", "previous_message_id": first.json()["id"]}}
+    second = api.send("POST", "/v1/messages", turn, THREADS_BETA)
+    seen.update(_thread_reply(second, "2"))
+    if second.status == 200:
+        answer = second.json()
+        seen.update({"2. stop_reason": answer.get("stop_reason"), "2. text blocks": "text" in block_types(answer)})
+    seen.update(_thread_reply(api.send("POST", "/v1/messages", turn, THREADS_BETA), "3"))
+    lost = {**turn, "thread": {"type": "continue", "previous_message_id": "msg_contract_never_held"}}
+    seen.update(_thread_reply(api.send("POST", "/v1/messages", lost, THREADS_BETA), "4"))
+    return seen
+
+
+def _thread_with_thinking(api: Api) -> dict[str, Any]:
+    body = {"model": MODEL, "max_tokens": 2048, "messages": HELLO, "thread": {"type": "create"},
+            "thinking": {"type": "enabled", "budget_tokens": 1024}}
+    reply = api.send("POST", "/v1/messages", body, THREADS_BETA)
+    seen = _thread_reply(reply, "1")
+    try:
+        seen["1. unsupported"] = reply.json()["error"]["details"].get("unsupported")
+    except (ValueError, KeyError, TypeError, AttributeError):
+        seen["1. unsupported"] = None
+    return seen
+
+
+THREADS = [
+    Probe("a tool round on a message thread", _thread,
+          {"1. status": 200, "1. calls": ["get_weather"], "2. status": 200, "2. stop_reason": "end_turn",
+           "2. text blocks": True, "3. status": 400, "3. type": "invalid_request_error",
+           "3. error_code": "thread_already_continued", "4. status": 404, "4. type": "not_found_error",
+           "4. error_code": "thread_not_found"},
+          THREAD_EVIDENCE, billed=(1_400, 1_024), group="message threads"),
+    Probe("a thread with thinking", _thread_with_thinking,
+          {"1. status": 400, "1. type": "invalid_request_error", "1. error_code": "thread_unsupported_request",
+           "1. unsupported": ["thinking"]},
+          THREAD_EVIDENCE + " (ThreadUnsupportedFeatureName)", group="message threads"),
+]
+
 # --- OpenAI's Responses API (/v1/responses) -------------------------------------------------------
 # The mock serves it beside the Messages API (miniagent/mock/openai_responses.py). These probes say what
 # the real OpenAI API answers (the pinned `openai` SDK's types, and its 400s as clients quote them); the
@@ -770,7 +842,7 @@ for _probe in RESPONSES_PROBES:
     _probe.group, _probe.openai = "responses (OpenAI)", True
 
 
-PROBES: list[Probe] = [*VALIDATION, *ANSWERS, *TOOL_CHOICE, *MODELS, *BROWSERS, *RESPONSES_PROBES]
+PROBES: list[Probe] = [*VALIDATION, *ANSWERS, *TOOL_CHOICE, *MODELS, *BROWSERS, *THREADS, *RESPONSES_PROBES]
 
 
 @dataclass

@@ -147,6 +147,10 @@ LLAMACPP_KNOWN: dict[str, str] = {
     "a browser's request, not allowed": _TAKEN + "no anthropic-dangerous-direct-browser-access asked for; the "
                                                   "Origin echoed",
     "a preflight": "200, not 204; echoes the Origin in access-control-allow-origin",
+    # message threads
+    "a tool round on a message thread": "`thread` is ignored (nothing held, no thread errors); the model may not "
+                                        "call the tool, and the probe stops there",
+    "a thread with thinking": _TAKEN + "`thread` is ignored, so nothing is unsupported",
 }
 
 
