@@ -23,6 +23,7 @@ import pytest
 
 from miniagent.mock import MockAPI, serve_in_thread
 from miniagent.mock.openai_responses import ResponseStore
+from miniagent.mock.threads import THREADS_BETA, ThreadStore
 from test_mock_hardening import BODY, BUG_MARKERS, Answer, read_answer, request_bytes, talk
 
 SEED = 20_260_808
@@ -49,6 +50,9 @@ RESPONSES_STREAMED = RESPONSES[:-1] + b', "stream": true}'
 RESPONSES_CHAINED = b'{"model": "gpt-5", "input": "And tomorrow?", "previous_response_id": "resp_mock_0001"}'
 RESPONSES_BODIES = [RESPONSES, RESPONSES_STREAMED, RESPONSES_CHAINED, RESPONSES[:-1] + b', "store": false}']
 MAX_STORED = 20  # the fuzz fills the mock's store of responses to its bounds too
+THREADED = [TOOLS[:-1] + b', "thread": {"type": "create"}}', STREAMED[:-1] + b', "thread": {"type": "create"}}',
+            *(json.dumps({**BODY, "thread": {"type": "continue", "previous_message_id": f"msg_mock_{n:04d}"}}).encode()
+              for n in (1, 2, 3, 5, 8))]  # a continue from an answer that may be held, continued or someone else's
 CONTROL_BODIES = [b'{"status": 429}', b'{"status": 529, "times": 3}', b'[{"content": "scripted"}]', b'{"delay": 1e999}',
                   b'{"status": 429, "times": 1000000000000}', b'{"responses": 5}', b'null', b"[" * 3_000]
 # Mostly plausible, so that most requests reach the API's own gates, validation and the brain.
@@ -74,7 +78,7 @@ def body_for(rng: random.Random, path: str) -> bytes:
             return rng.choice(RESPONSES_BODIES)
         if "chat" in path or "embeddings" in path:
             return EMBED if "embeddings" in path else rng.choice([CHAT, CHAT_STREAMED])
-        return COUNT if path.endswith("count_tokens") else rng.choice([VALID, TOOLS, STREAMED])
+        return COUNT if path.endswith("count_tokens") else rng.choice([VALID, TOOLS, STREAMED, *THREADED])
     if kind == 3:
         return rng.choice(CONTROL_BODIES)
     if kind == 4:
@@ -99,6 +103,8 @@ def headers_for(rng: random.Random, body: bytes) -> list[bytes]:
         lines.append(b"anthropic-version: " + rng.choice([b"2023-06-01", b"2026-10-21"] * 3 + [b"1999-01-01", b""]))
     if rng.random() < 0.15:
         lines.append(b"x-mock-fault: " + rng.choice(FAULTS).encode())
+    if b'"thread"' in body and rng.random() < 0.9:
+        lines.append(b"anthropic-beta: " + THREADS_BETA.encode())
     for _ in range(rng.randrange(4)):  # junk headers: odd names, control characters, high bytes, no colon
         lines.append(rng.choice([b"x-junk: " + junk(rng, 20).replace(b"\n", b"").replace(b"\r", b""),
                                  b"no colon here", b": empty name", b"x-\xff\xfe: v", b"x-ctl: a\x00b\x07c",
@@ -166,6 +172,7 @@ def server():
     log = BugLog()
     mock = MockAPI(max_records=MAX_RECORDS, max_record_bytes=MAX_RECORD_BYTES)
     mock.responses = ResponseStore(max_count=MAX_STORED)
+    mock.threads = ThreadStore(max_threads=MAX_STORED)
     server, _ = serve_in_thread(mock, log=log, idle_timeout=2, request_timeout=2, max_connections=64)
     yield server, log
     server.shutdown()
@@ -276,6 +283,7 @@ def test_every_fuzzed_request_gets_an_http_answer_and_memory_stays_bounded(serve
     mock = srv.mock
     assert len(mock.records) <= MAX_RECORDS and mock._records.bytes <= MAX_RECORD_BYTES  # the log's own tally
     assert 0 < len(mock.responses) <= MAX_STORED  # responses were stored, and no more than the cap
+    assert 0 < len(mock.threads) <= MAX_STORED  # so were threads
     # What is still allocated is at most the records that replaced older ones, not a leak per request.
     assert after_second < 3 * MAX_RECORD_BYTES, after_second
     assert after_third - after_second < 100_000, (after_second, after_third)
