@@ -358,7 +358,48 @@ print(f"\nthis notebook so far: {llm.usage.calls:,} model calls, {llm.usage.inpu
 # - **summarize** remembers, for a few extra calls and bigger requests.
 # - **truncate / summarize tool output** remember too, but still grow every turn.
 # - **window + truncation** is the cheapest that completes.
+
+# %% [markdown]
+# ## When the server keeps the history: message threads
 #
+# Every policy above decides, on the client, what each call resends. Anthropic's message
+# threads (a beta, `message-threads-2026-08-12`) move the history to the server instead: the
+# first request says `"thread": {"type": "create"}` and carries the conversation so far, and
+# each later one carries only the new turn and the id of the answer it follows. The official
+# SDK's tool runner works this way by default. Three turns, on a mock of its own (offline in
+# either mode; it holds threads as the API does: `miniagent/mock/threads.py`). Watch the bytes
+# each request sends, with a thread and without, and the input tokens, which the mock counts
+# over the whole conversation the model reads.
+#
+# The request stops growing; what the model reads does not (whether the real API bills the
+# held turns differently, say as cached, the SDK does not say). And a context policy has
+# nothing left to cut: a continue sends no history, so the server, not `policy.view()`,
+# decides what the model sees: all of it, until the context window is full. To send a view,
+# you start a new thread (`create`) with it; the SDK does the same when the server has lost a
+# thread (a 404 `thread_not_found`): it resends the whole history.
+
+# %%
+import httpx2
+from miniagent.mock import MockAPI
+
+threads_mock = MockAPI()
+api = httpx2.Client(base_url="https://api.anthropic.com", transport=threads_mock.transport(), headers={
+    "x-api-key": "sk-any", "anthropic-version": "2023-06-01", "anthropic-beta": "message-threads-2026-08-12"})
+talk, thread = [], {"type": "create"}
+for question in ["My name is Ada.", "I prefer metric units.", "What's my name, and what do I prefer?"]:
+    talk.append(miniagent.user(question))
+    full = {"model": miniagent.DEFAULT_MODEL, "max_tokens": 100, "messages": talk}
+    request = {**full, "messages": talk if thread["type"] == "create" else talk[-1:], "thread": thread}
+    reply = api.post("/v1/messages", json=request).json()
+    talk.append(miniagent.assistant(reply["content"]))
+    print(f"{len(json.dumps(request)):4} bytes sent with the thread ({len(json.dumps(full)):4} without), "
+          f"{reply['usage']['input_tokens']:3} input tokens: {miniagent.text_of(reply)[:60]}")
+    thread = {"type": "continue", "previous_message_id": reply["id"]}
+print(json.dumps(request, ensure_ascii=False))
+print(f"the server holds {len(threads_mock.threads.conversation(reply['id'], 'sk-any'))} messages under "
+      f"{reply['id']}; the last request carried {len(request['messages'])}")
+
+# %% [markdown]
 # ## Now from the package
 #
 # `miniagent/context.py` holds all of these; its windows cut only where `safe_cuts`
