@@ -54,7 +54,7 @@ from miniagent.mock.reading import (
     asked_facts, content_words, entries_of, episode, facts, fill_args, find_cities, is_delegate, is_lookup, is_question,
     kind, language, numbers, plan_fields, primary_concept, question_index, quoted, readable_schema, recalls_memory,
     schema_properties, states_fact, system_text, tasks, tool_concepts, tool_words, transcript, transfer_target,
-    user_text, values_for,
+    user_text, values_for, with_text_calls,
 )
 from miniagent.tokens import BLOCK_OVERHEAD, estimate_text
 
@@ -243,7 +243,10 @@ def plan(question: str, tools: list[dict], choice: dict) -> tuple[list[dict], li
     All of them even with `disable_parallel_tool_use`: the caller makes them one per turn.
     A forced choice ("any", "tool") always yields a call: what the question does not give
     is filled from the tool's schema with neutral values (structured.instance), never by
-    pasting the question into every string. A forced call, and any call of a `strict` tool,
+    pasting the question into every string; of a tool whose properties are all optional, it
+    fills those the question gives as it fills required ones (structured.given: instructor's
+    `create_iterable` forces `tasks: list[...]`, which has a default), and is {} when the
+    question gives none. A forced call, and any call of a `strict` tool,
     always fits the tool's schema, as the API guarantees. A specialist (another agent behind
     a tool) gets the part of the question that is for it, self-contained (reading.tasks).
     Hand-off and plan tools are never planned with the work: they are decided apart.
@@ -275,6 +278,11 @@ def plan(question: str, tools: list[dict], choice: dict) -> tuple[list[dict], li
         ask = Ask(question, cities.get(pick.index, []), all_cities, list(nums), list(quotes), pick.anchors)
         schema = tools[pick.index].get("input_schema") or {}
         inputs, lacking = fill_args(tools[pick.index], ask)
+        props = schema_properties(tools[pick.index])
+        if mode in ("any", "tool") and props and not schema.get("required"):  # forced, and every property optional
+            given = structured.given(schema, Ask(question, cities.get(pick.index, []), all_cities, list(nums),
+                                                 list(quotes), pick.anchors), name)
+            inputs = [{k: inp[k] if k in inp else given[k] for k in props if k in inp or k in given} for inp in inputs]
         if mode in ("any", "tool") or tools[pick.index].get("strict") is True:  # the schema is guaranteed
             if lacking and mode in ("any", "tool") or not lacking and not all(structured.fits(i, schema) for i in inputs):
                 ask = Ask(question, cities.get(pick.index, []), all_cities, list(nums), list(quotes), pick.anchors)
@@ -604,6 +612,10 @@ def after_tools(question: str, pairs: list[Pair], body: dict, lang: str) -> list
         calls = [c for c in ordered if not any(_same(c, m) for m in made + calls)] + calls
     if mode == "tool":
         calls = [c for c in calls if c["name"] == choice.get("name")]
+    output = _output_name(tools)
+    if not calls and mode == "any" and output is not None and not any(p.call.get("name") == output for p in work):
+        # the work is done and a tool must be called: the one that takes the answer (smolagents' final_answer)
+        return [output_call(tools, question, work, final_answer(question, work, tools, lang), {})]
     if not calls and mode in ("any", "tool"):
         calls = planned  # a forced tool choice leaves the model no way to stop
         again = None if calls else write_plan(question, tools, choice, lang) or handoff(question, tools, choice, lang, False)
@@ -1090,6 +1102,8 @@ def as_read(body: dict) -> dict:
     are valid in a request, but the mock can neither run the first nor knows the second's
     inputs, so it never calls them, and a tool_choice that forces one of them reads as
     `auto`. A beta system message that carries only `output_config` reads as empty.
+    Tool calls and results that a framework writes as text (smolagents' "Calling tools:" and
+    "Observation:") read as the tool_use and tool_result blocks they stand for (reading.with_text_calls).
     """
     view = dict(body)
     tools = [{**t, "input_schema": readable_schema(t["input_schema"])} for t in body.get("tools") or []
@@ -1100,7 +1114,7 @@ def as_read(body: dict) -> dict:
     if isinstance(choice, dict) and ((choice.get("type") == "tool" and choice.get("name") not in
                                       {t.get("name") for t in tools}) or (choice.get("type") == "any" and not tools)):
         view["tool_choice"] = {"type": "auto", **{k: v for k, v in choice.items() if k == "disable_parallel_tool_use"}}
-    view["messages"] = [m if "content" in m else {**m, "content": []} for m in body["messages"]]
+    view["messages"] = with_text_calls([m if "content" in m else {**m, "content": []} for m in body["messages"]], tools)
     return view
 
 

@@ -20,13 +20,15 @@ reads the same way.
 
 from __future__ import annotations
 
+import ast
+import json
 import math
 import re
 from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any
 
-from miniagent.messages import blocks, result_text, text_of, tool_results, tool_uses
+from miniagent.messages import blocks, result_text, text_block, text_of, tool_results, tool_uses
 
 # --- the language ---------------------------------------------------------------------------
 
@@ -98,6 +100,152 @@ def episode(messages: list[dict], start: int) -> list[Pair]:
 def args_text(call: dict) -> str:
     """A call's input written as `k=v, k=v`, for answers and summaries."""
     return ", ".join(f"{k}={v}" for k, v in (call.get("input") or {}).items())
+
+
+# --- tool calls and results written as text ------------------------------------------------------------
+
+# Some frameworks keep a tool call and its result as plain text. smolagents' ToolCallingAgent sends the
+# calls the model made back as an assistant text, "Calling tools:\n[{'id': ..., 'type': 'function',
+# 'function': {'name': ..., 'arguments': {...}}}]" (a Python list), their results as a user text,
+# "Observation:\n..." (one line per call when they fit on one), and a call that failed only as a user
+# text, "Error:\nError executing tool 'name' with arguments {...}: ValueError: ..."; a text ReAct agent
+# writes "Action: {"name": ..., "arguments": ...}" or "Action: name" and "Action Input: ...".
+_CALLING = re.compile(r"(?:^|\n)[ \t]*Calling tools:[ \t]*\n?")
+_ACTION_BLOB = re.compile(r"(?:^|\n)[ \t]*Action[ \t]*:\s*(?=\{)")
+_ACTION_NAMED = re.compile(r"(?:^|\n)[ \t]*Action[ \t]*:[ \t]*([A-Za-z0-9_.-]{1,128})[ \t]*\n[ \t]*Action[ _]Input[ \t]*:"
+                           r"[ \t]*([^\n]*(?:\n(?![ \t]*Observation\b)[^\n]*)*)", re.I)
+_NAME_KEYS, _ARGS_KEYS = ("name", "tool", "tool_name", "action"), ("arguments", "args", "parameters", "input", "action_input")
+# The start of a user text that answers the calls before it: the result, or smolagents' failure of one of them.
+_OBSERVED = re.compile(r"^\s*(?:(?:Observations?|Tool (?:results?|outputs?|responses?)|观察(?:结果)?|工具结果)[ \t]*[:：][ \t]*\n?"
+                       r"|Call id[ \t]*:[^\n]*\n(?=[ \t]*Error\b))", re.I)
+_FAILED = re.compile(r"(?:^|\n)(?=Error:\nError executing (?:tool|request to team member) '([^'\n]{1,128})' with arguments )")
+_RETRY = re.compile(r"\n\s*Now let's retry:")  # what smolagents adds after an error, to the model
+MAX_TEXT_CALL = 100_000  # characters of a text read for calls: a longer one is left as text
+MAX_TEXT_READ = 300_000  # characters of one request's texts read for calls (a run of smolagents' sends ~10,000)
+
+
+def _literal(text: str) -> Any:
+    """The Python or JSON literal the text is (a list of calls, a dict of arguments), else None."""
+    if len(text) > MAX_TEXT_CALL:
+        return None
+    try:
+        return ast.literal_eval(text)
+    except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
+        pass
+    try:
+        return json.loads(text)
+    except (ValueError, RecursionError):
+        return None
+
+
+def _input(arguments: Any, tool: dict) -> dict:
+    """A call's arguments as a tool_use input: an object (or a text of one); a lone value goes to a tool's one property."""
+    if isinstance(arguments, str):
+        parsed = _literal(arguments.strip())
+        arguments = parsed if isinstance(parsed, dict) else arguments.strip()
+    if isinstance(arguments, dict):
+        return arguments if all(isinstance(k, str) for k in arguments) else {}
+    props = list(schema_properties(tool))
+    return {props[0]: arguments} if len(props) == 1 and arguments not in ("", None) else {}
+
+
+def text_calls(text: str, tools: list[dict]) -> tuple[str, list[dict]]:
+    """The calls of offered tools that an assistant text says it made (tool_use blocks without an id),
+    and the text before them; ("", []) when it names none."""
+    named = {t.get("name"): t for t in tools}
+    found: list[tuple[Any, Any]] = []
+    at = None
+    if len(text) <= MAX_TEXT_CALL and (at := _CALLING.search(text)):
+        listed = _literal(text[at.end():].strip())
+        found = [(f.get("name"), f.get("arguments")) for item in (listed if isinstance(listed, list) else [])
+                 if isinstance(item, dict) and isinstance(f := item.get("function"), dict)]
+    elif len(text) <= MAX_TEXT_CALL and (at := _ACTION_BLOB.search(text)):
+        try:
+            blob = json.JSONDecoder().raw_decode(text, at.end())[0]
+        except (ValueError, RecursionError):
+            blob = None
+        if isinstance(blob, dict):
+            found = [(next((blob[k] for k in _NAME_KEYS if k in blob), None), next((blob[k] for k in _ARGS_KEYS if k in blob), {}))]
+    elif len(text) <= MAX_TEXT_CALL and (at := _ACTION_NAMED.search(text)):
+        found = [(at.group(1), at.group(2).strip())]
+    calls = [{"type": "tool_use", "name": n, "input": _input(a, named[n])} for n, a in found
+             if isinstance(n, str) and n in named]
+    return (text[:at.start()].strip() if at and calls else ""), calls
+
+
+def _failures(text: str, tools: list[dict]) -> tuple[str, list[tuple[dict, str]]]:
+    """The calls a user text reports as failed (smolagents: "Error executing tool 'x' with arguments {...}: ..."),
+    each with its error, and the text before the first; ("", []) when it reports none."""
+    names = {t.get("name"): t for t in tools}
+    starts = [m for m in _FAILED.finditer(text[:MAX_TEXT_CALL]) if m.group(1) in names]
+    out = []
+    for n, m in enumerate(starts):
+        said = text[m.end():starts[n + 1].start() if n + 1 < len(starts) else len(text)]
+        error = _RETRY.split(said.strip().removeprefix("Error:").strip())[0].strip()  # without the framework's advice
+        given = error.split(" with arguments ", 1)[1]
+        args: Any = given.split(": ", 1)[0]  # a lone value is written as it is
+        for end in [c.start() + 1 for c in re.finditer(r"\}: ", given)][:8]:  # arguments written as a dict end at "}: "
+            if isinstance(found := _literal(given[:end]), dict):
+                args = found
+                break
+        out.append(({"type": "tool_use", "name": m.group(1), "input": _input(args, names[m.group(1)])}, error))
+    return (text[:starts[0].start()].strip() if out else ""), out
+
+
+def _results(text: str, count: int) -> list[str]:
+    """One result per call: a line each when there are as many lines as calls, else the whole text for each."""
+    lines = [line for line in text.splitlines() if line.strip()]
+    return lines if count > 1 and len(lines) == count else [text] * count
+
+
+def with_text_calls(messages: list[dict], tools: list[dict]) -> list[dict]:
+    """The conversation with tool calls and results written as text made into tool_use and tool_result
+    blocks, so they read like any others: an assistant text that names calls of offered tools, when the
+    user text after it answers them ("Observation: ..."), and a user text that reports a failed call.
+    Everything else is kept as it is; the list itself when nothing is written that way."""
+    if not tools:
+        return messages
+    out: list[dict] = []
+    pending: tuple[int, str] | None = None  # the assistant text just before: (its index in out, its text)
+    spent = 0  # characters read for calls so far (parsing a literal is the slow part)
+
+    def add(role: str, new: list[dict]) -> None:
+        if out and out[-1]["role"] == role:
+            out[-1] = {**out[-1], "content": blocks(out[-1]["content"]) + new}
+        else:
+            out.append({"role": role, "content": new})
+
+    for n, message in enumerate(messages):
+        content = blocks(message.get("content"))
+        plain = bool(content) and all(isinstance(b, dict) and b.get("type") == "text" for b in content)
+        text = text_of(message) if plain else ""
+        waiting, pending = pending, None
+        if plain and message["role"] == "assistant":
+            pending = (len(out), text)  # read for calls only when the next message answers them
+        elif plain and message["role"] == "user":
+            answer = _OBSERVED.match(text) if waiting and spent + len(waiting[1]) <= MAX_TEXT_READ else None
+            spent += len(waiting[1]) if waiting and answer else 0
+            before, calls = text_calls(waiting[1], tools) if waiting and answer else ("", [])
+            if answer and calls:
+                ids = [f"toolu_text_{n}_{k}" for k in range(len(calls))]
+                out[waiting[0]] = {**out[waiting[0]], "content": ([text_block(before)] if before else []) + [
+                    {**call, "id": i} for call, i in zip(calls, ids)]}
+                results = _results(_RETRY.split(text[answer.end():])[0].strip(), len(calls))
+                out.append({"role": "user", "content": [{"type": "tool_result", "tool_use_id": i, "content": r}
+                                                        for i, r in zip(ids, results)]})
+                continue
+            before, failed = _failures(text, tools) if spent + len(text) <= MAX_TEXT_READ else ("", [])
+            spent += len(text) if failed else 0
+            if failed:
+                if before:
+                    add("user", [text_block(before)])
+                for k, (call, error) in enumerate(failed):
+                    add("assistant", [{**call, "id": f"toolu_text_{n}_{k}"}])
+                    add("user", [{"type": "tool_result", "tool_use_id": f"toolu_text_{n}_{k}", "content": error,
+                                  "is_error": True}])
+                continue
+        out.append(message)
+    return out if len(out) != len(messages) or any(a is not b for a, b in zip(out, messages)) else messages
 
 
 # --- values in the text: cities, expressions, numbers, quoted strings ------------------------------

@@ -33,8 +33,8 @@ import re
 import re._parser as sre_parse  # the standard library's regex parser, to write a string a pattern matches
 from typing import Any
 
-from miniagent.mock.reading import (FORMAT_EXAMPLES, STRING_FORMATS, Ask, find_cities, json_type, kind, numbers,
-                                    placeholder, quoted, system_text, values_for)
+from miniagent.mock.reading import (FORMAT_EXAMPLES, STRING_FORMATS, Ask, find_cities, json_type, kind, language,
+                                    numbers, placeholder, quoted, system_text, values_for)
 
 # --- which schema a request asks for ----------------------------------------------------------------
 
@@ -344,6 +344,34 @@ def instance(schema: Any, ask: Ask, name: str = "answer") -> Any:
     """A JSON value valid for `schema` (any schema `schema_problem` accepts; a best effort for
     others), filled from `ask`. `name` is what the root value is called (a root string says the answer)."""
     return _Filler(schema, ask).value(schema, name, 0)
+
+
+def given(schema: dict, ask: Ask, name: str = "answer") -> dict:
+    """The properties of an object schema that the question gives values for, each read as the
+    brain reads a required one (`instance`), and none of those it would only get a placeholder for.
+
+    For a forced call of a tool whose properties are all optional (instructor's `create_iterable`
+    sends `tasks: list[User]` with a default): what a placeholder is depends on nothing but the
+    schema and the question's language, so a property that comes out the same from a question
+    that says nothing (of that language) was not given. {} when the question gives nothing.
+    Values are compared as JSON, written out no further than `MAX_GIVEN` characters: one whose
+    references fan out is far larger written out than in memory, and one that large is left out."""
+    props = schema.get("properties") if isinstance(schema.get("properties"), dict) else {}
+    every = {**schema, "required": list(props)}
+    filled = instance(every, ask, name)
+    blank = instance(every, Ask(_BLANK[language(ask.question)], [], [], [], []), name)
+    if not isinstance(filled, dict) or not isinstance(blank, dict):
+        return {}
+    out = {}
+    for k, v in filled.items():
+        said = dumps(v, MAX_GIVEN)
+        if said[1] and (k not in blank or dumps(blank[k], MAX_GIVEN) != said):
+            out[k] = v
+    return out
+
+
+_BLANK = {"en": "", "zh": "的"}  # a question that offers nothing, in each language (的 is no content word)
+MAX_GIVEN = 100_000  # characters of JSON one property given this way may take
 
 
 def _singular(name: str) -> str:
