@@ -8,13 +8,12 @@ by status, embeddings in the base64 form the SDK asks for, and the model list.
 
 from __future__ import annotations
 
-from pathlib import Path
 
 import httpx2
 import pytest
+from mock_server import mock_server
 
 from miniagent.builtin_tools import default_tools
-from miniagent.mock import serve_in_subprocess
 
 openai = pytest.importorskip("openai")
 
@@ -27,19 +26,13 @@ DEMO = "现在几点了？顺便帮我算一下 (1024 + 768) * 2，再告诉我�
 TOOLS = [{"type": "function", "function": {"name": t["name"], "description": t["description"],
                                            "parameters": t["input_schema"]}} for t in default_tools().schemas()]
 RESULTS = {"get_current_time": "2026-05-09 14:23:11 (Asia/Shanghai)", "calculate": "3584"}
-ROOT = Path(__file__).resolve().parents[1]
 CONTROL = {"authorization": f"Bearer {KEY}"}
 
 
 @pytest.fixture(scope="module")
 def server():
-    proc, base_url = serve_in_subprocess("--api-key", KEY, cwd=ROOT)
-    try:
+    with mock_server(KEY) as base_url:
         yield base_url
-    finally:
-        proc.terminate()
-        proc.wait(timeout=10)
-        proc.stdout.close()
 
 
 @pytest.fixture

@@ -9,13 +9,12 @@ chain, `retrieve` and `delete`, the SDK's error classes, and the async client.
 from __future__ import annotations
 
 import asyncio
-from pathlib import Path
 
 import httpx2
 import pytest
+from mock_server import mock_server
 from pydantic import BaseModel
 
-from miniagent.mock import serve_in_subprocess
 
 openai = pytest.importorskip("openai")
 
@@ -23,7 +22,6 @@ pytestmark = pytest.mark.sdk
 
 KEY = "sk-mock-responses-sdk-key-135"
 MODEL = "gpt-5.6-luna"
-ROOT = Path(__file__).resolve().parents[1]
 CONTROL = {"authorization": f"Bearer {KEY}"}
 WEATHER = [{"type": "function", "name": "get_weather", "description": "Get the current weather for a city",
             "parameters": {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]},
@@ -38,13 +36,8 @@ class Trip(BaseModel):
 
 @pytest.fixture(scope="module")
 def server():
-    proc, base_url = serve_in_subprocess("--api-key", KEY, cwd=ROOT)
-    try:
+    with mock_server(KEY) as base_url:
         yield base_url
-    finally:
-        proc.terminate()
-        proc.wait(timeout=10)
-        proc.stdout.close()
 
 
 @pytest.fixture

@@ -10,12 +10,11 @@ conversation; a `thread_unsupported_request`: the runner goes on without a threa
 from __future__ import annotations
 
 import asyncio
-from pathlib import Path
 
 import httpx2
 import pytest
+from mock_server import mock_server
 
-from miniagent.mock import serve_in_subprocess
 
 anthropic = pytest.importorskip("anthropic")
 
@@ -23,7 +22,6 @@ pytestmark = pytest.mark.sdk
 
 KEY = "sk-mock-threads-sdk-1"
 MODEL = "claude-sonnet-5-5"
-ROOT = Path(__file__).resolve().parents[1]
 CONTROL = {"x-api-key": KEY}
 ASK = [{"role": "user", "content": "What is the weather in Paris?"}]
 CALLS: list[str] = []
@@ -53,13 +51,8 @@ async def get_weather_async(city: str) -> str:
 
 @pytest.fixture(scope="module")
 def server():
-    proc, base_url = serve_in_subprocess("--api-key", KEY, cwd=ROOT)
-    try:
+    with mock_server(KEY) as base_url:
         yield base_url
-    finally:
-        proc.terminate()
-        proc.wait(timeout=10)
-        proc.stdout.close()
 
 
 @pytest.fixture
