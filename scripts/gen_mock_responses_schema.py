@@ -23,7 +23,6 @@ read with that script's Walker. Two things differ:
 
 from __future__ import annotations
 
-import argparse
 import ast
 import importlib
 import importlib.metadata
@@ -111,21 +110,9 @@ def render() -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--check", action="store_true", help="exit 1 if the data file is not what this would write")
-    args = parser.parse_args(argv)
-    new = render()
-    where = TARGET.relative_to(ROOT)
-    if args.check:
-        if not TARGET.exists() or TARGET.read_text() != new:
-            print(f"{where} is not what scripts/gen_mock_responses_schema.py writes from the installed SDK "
-                  f"(openai=={importlib.metadata.version('openai')}): re-run the script", file=sys.stderr)
-            return 1
-        print(f"{where} matches the installed SDK")
-        return 0
-    TARGET.write_text(new)
-    print(f"wrote {where}: {len(json.loads(new)['shapes'])} shapes, from openai=={importlib.metadata.version('openai')}")
-    return 0
+    return base.write_or_check(argv, __doc__, TARGET, render, "openai",
+                               lambda text: f"{len(json.loads(text)['shapes'])} shapes")
+
 
 
 if __name__ == "__main__":

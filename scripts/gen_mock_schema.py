@@ -465,24 +465,34 @@ def render() -> str:
     return json.dumps(build(), indent=1, ensure_ascii=False) + "\n"
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+def write_or_check(argv: list[str] | None, doc: str, target: Path, render: Any, sdk: str, summary: Any) -> int:
+    """A generator's command line (its module docstring `doc`): write `target` from `render()`, or with
+    --check exit 1 if it differs. `summary(text)` says what was written."""
+    parser = argparse.ArgumentParser(description=doc.split("\n\n")[0])
+    script = f"scripts/{Path(sys.argv[0]).name}" if sys.argv and sys.argv[0].endswith(".py") else "the script"
     parser.add_argument("--check", action="store_true", help="exit 1 if the data file is not what this would write")
     args = parser.parse_args(argv)
     new = render()
-    where = TARGET.relative_to(ROOT)
+    where = target.relative_to(ROOT)
+    version = importlib.metadata.version(sdk)
     if args.check:
-        if not TARGET.exists() or TARGET.read_text() != new:
-            print(f"{where} is not what scripts/gen_mock_schema.py writes from the installed SDK "
-                  f"(anthropic=={importlib.metadata.version('anthropic')}): re-run the script", file=sys.stderr)
+        if not target.exists() or target.read_text() != new:
+            print(f"{where} is not what {script} writes from the installed SDK ({sdk}=={version}): re-run the script",
+                  file=sys.stderr)
             return 1
         print(f"{where} matches the installed SDK")
         return 0
-    TARGET.write_text(new)
-    data = json.loads(new)
-    print(f"wrote {where}: {len(data['shapes'])} shapes, {len(data['betas'])} beta names, "
-          f"from anthropic=={data['sdk_version']}")
+    target.write_text(new)
+    print(f"wrote {where}: {summary(new)}, from {sdk}=={version}")
     return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    def summary(text: str) -> str:
+        data = json.loads(text)
+        return f"{len(data['shapes'])} shapes, {len(data['betas'])} beta names"
+    return write_or_check(argv, __doc__, TARGET, render, "anthropic", summary)
+
 
 
 if __name__ == "__main__":
