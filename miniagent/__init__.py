@@ -39,7 +39,7 @@ floor plan, held by tests/test_layers.py, is in the README's Layout):
                       server.py any Tools as an MCP server, by hand; sdk.py the built-in tools served
                       with the official SDK (optional extra); servers/ small servers for notebook 12
     i18n.py           the language of what a learner reads: English, or Chinese (MINIAGENT_LANG=zh)
-    mock/             the strict offline mock of the Messages API
+    mock/             the strict offline mock of the Messages API (and of OpenAI's Chat Completions and Responses)
     exercises/        the notebooks' exercise checks, a module per notebook (miniagent.exercises.check_01_1, ...)
 
 Names are imported lazily, so `import miniagent` stays fast and loads nothing you
