@@ -1055,6 +1055,9 @@ def worker_app() -> FastAPI:
                       allowed_hosts=None if hosts is None else tuple(hosts))
 
 
+app: FastAPI  # declared here, made by __getattr__ below on first use (importing this module builds nothing)
+
+
 def __getattr__(name: str) -> Any:
     """`app`, made on first use: what `uvicorn miniagent.serve:app` loads, in each worker.
 
