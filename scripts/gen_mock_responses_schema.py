@@ -23,7 +23,6 @@ read with that script's Walker. Two things differ:
 
 from __future__ import annotations
 
-import ast
 import importlib
 import importlib.metadata
 import json
@@ -58,32 +57,13 @@ RELAXED = {
 }
 
 
-def body_keys() -> list[str]:
-    """The keys of the dict literal `Responses.create` passes to `maybe_transform` for its POST."""
-    module, cls_name, method, path = RESOURCE
-    source = Path(importlib.import_module(module).__file__).read_text()
-    for cls in ast.parse(source).body:
-        if not (isinstance(cls, ast.ClassDef) and cls.name == cls_name):
-            continue
-        for fn in cls.body:
-            if not (isinstance(fn, ast.FunctionDef) and fn.name == method):
-                continue
-            for node in ast.walk(fn):
-                if (isinstance(node, ast.Call) and getattr(node.func, "attr", None) == "_post" and node.args
-                        and isinstance(node.args[0], ast.Constant) and node.args[0].value == path):
-                    body = next((k.value for k in node.keywords if k.arg == "body"), None)
-                    if isinstance(body, ast.Call) and body.args and isinstance(body.args[0], ast.Dict):
-                        return [k.value for k in body.args[0].keys if isinstance(k, ast.Constant)]
-    raise SystemExit(f"no `self._post({path!r}, body=maybe_transform({{...}}, ...))` in {module}.{cls_name}.{method}; "
-                     "the SDK builds its request bodies differently now: teach gen_mock_responses_schema.py")
-
-
 def build() -> dict:
     walker = base.Walker()
     variants = [a[1] for a in base._alternatives(base._resolve(*PARAMS)) if a[0] == "td"]
     walker.shapes[PARAMS[1]] = None
     described = walker.describe(variants)
-    sent = body_keys()
+    module, cls_name, method, path = RESOURCE
+    sent = base.body_keys(module, method, path, cls_name)
     if set(sent) != set(described["fields"]):
         raise SystemExit(f"Responses.create sends {sorted(set(sent) - set(described['fields']))} beyond the params, "
                          f"and not {sorted(set(described['fields']) - set(sent))}: teach gen_mock_responses_schema.py")

@@ -405,11 +405,12 @@ def _discriminator(tds: list[type]) -> str | None:
     return None
 
 
-def body_keys(resource: str, method: str, path: str) -> list[str]:
-    """The keys of the `body={...}` literal the SDK's `Messages.<method>` posts to `path`."""
+def body_keys(resource: str, method: str, path: str, cls_name: str = "Messages") -> list[str]:
+    """The keys of the dict literal the SDK's `<cls_name>.<method>` posts to `path`: `body={...}`, or
+    `body=maybe_transform({...}, ...)` (the openai SDK's form)."""
     source = Path(importlib.import_module(resource).__file__).read_text()
     for cls in ast.parse(source).body:
-        if not (isinstance(cls, ast.ClassDef) and cls.name == "Messages"):
+        if not (isinstance(cls, ast.ClassDef) and cls.name == cls_name):
             continue
         for fn in cls.body:
             if not (isinstance(fn, ast.FunctionDef) and fn.name == method):
@@ -418,10 +419,12 @@ def body_keys(resource: str, method: str, path: str) -> list[str]:
                 if (isinstance(node, ast.Call) and getattr(node.func, "attr", None) == "_post" and node.args
                         and isinstance(node.args[0], ast.Constant) and node.args[0].value == path):
                     body = next((k.value for k in node.keywords if k.arg == "body"), None)
+                    if isinstance(body, ast.Call) and body.args:
+                        body = body.args[0]
                     if isinstance(body, ast.Dict):
                         return [k.value for k in body.keys if isinstance(k, ast.Constant)]
-    raise SystemExit(f"no `self._post({path!r}, body={{...}})` found in {resource}.Messages.{method}; "
-                     "the SDK builds its request bodies differently now: teach gen_mock_schema.py")
+    raise SystemExit(f"no `self._post({path!r}, body={{...}})` found in {resource}.{cls_name}.{method}; "
+                     "the SDK builds its request bodies differently now: teach scripts/gen_mock_schema.py")
 
 
 def build() -> dict:

@@ -22,3 +22,14 @@ def mock_server(key: str, **options) -> Iterator[str]:
         proc.wait(timeout=10)
         if proc.stdout is not None:
             proc.stdout.close()
+
+
+def server_fixture(key: str):
+    """A module's `server` fixture: one mock server process for the module's tests (`server = server_fixture(KEY)`)."""
+    import pytest
+
+    @pytest.fixture(scope="module")
+    def server() -> Iterator[str]:
+        with mock_server(key) as base_url:
+            yield base_url
+    return server

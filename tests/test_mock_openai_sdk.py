@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import httpx2
 import pytest
-from mock_server import mock_server
+from mock_server import server_fixture
 
 from miniagent.builtin_tools import default_tools
 
@@ -29,10 +29,7 @@ RESULTS = {"get_current_time": "2026-05-09 14:23:11 (Asia/Shanghai)", "calculate
 CONTROL = {"authorization": f"Bearer {KEY}"}
 
 
-@pytest.fixture(scope="module")
-def server():
-    with mock_server(KEY) as base_url:
-        yield base_url
+server = server_fixture(KEY)
 
 
 @pytest.fixture

@@ -12,7 +12,7 @@ import asyncio
 
 import httpx2
 import pytest
-from mock_server import mock_server
+from mock_server import server_fixture
 from pydantic import BaseModel
 
 
@@ -34,10 +34,7 @@ class Trip(BaseModel):
     days: int
 
 
-@pytest.fixture(scope="module")
-def server():
-    with mock_server(KEY) as base_url:
-        yield base_url
+server = server_fixture(KEY)
 
 
 @pytest.fixture

@@ -13,7 +13,7 @@ import asyncio
 
 import httpx2
 import pytest
-from mock_server import mock_server
+from mock_server import server_fixture
 
 
 anthropic = pytest.importorskip("anthropic")
@@ -49,10 +49,7 @@ async def get_weather_async(city: str) -> str:
     return f"{city}: 15°C, light rain"
 
 
-@pytest.fixture(scope="module")
-def server():
-    with mock_server(KEY) as base_url:
-        yield base_url
+server = server_fixture(KEY)
 
 
 @pytest.fixture
