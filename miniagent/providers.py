@@ -53,8 +53,11 @@ from miniagent.tools import UNPARSED_ARGUMENTS
 # --- 1. presets ---------------------------------------------------------------------------
 #
 # Choosing a provider is configuration: connect(provider="deepseek"), or MINIAGENT_PROVIDER=deepseek.
-# Each fact below comes from the provider's own documentation (read 2026-11-30), the page named in
-# `docs`; where that page could only be read through a copy, the comment says so.
+# Each fact below comes from the provider's own documentation, the page named in `docs`, read on the
+# date the comment gives (2026-11-30 where it gives none); where that page could only be read through
+# a copy, or a fact only on a third party's page, the comment says so. Keys are per region: a key
+# made on a provider's China platform is refused (401) by its international one and the other way
+# round, so such presets name their region and their twin (the preset for the other region's key).
 
 
 @dataclass(frozen=True)
@@ -70,12 +73,19 @@ class Preset:
     base_env: str | None = None  # a variable that overrides base_url, as the official SDKs read it
     max_tokens_field: str = "max_tokens"  # OpenAI's newer models want "max_completion_tokens"
     key_optional: bool = False  # a local server: live without a key
+    region: str | None = None  # where its keys are made ("mainland China", "international")
+    twin: str | None = None    # the preset for a key made in the other region
+    tool_choices: tuple[str, ...] | None = None  # the canonical tool_choice types it accepts; None: all
+    stream_usage: bool = True  # send stream_options.include_usage with a stream (Chat Completions)
 
     def wire_format(self) -> AnthropicFormat | OpenAIFormat:
         if self.format == "anthropic":
             return AnthropicFormat(auth=self.auth)
-        return OpenAIFormat(max_tokens_field=self.max_tokens_field)
+        return OpenAIFormat(max_tokens_field=self.max_tokens_field, tool_choices=self.tool_choices,
+                            stream_usage=self.stream_usage)
 
+
+CN, INTL = "mainland China", "international"
 
 PRESETS: dict[str, Preset] = {
     # The default: the Messages API itself. x-api-key and anthropic-version, as the article does.
@@ -86,43 +96,111 @@ PRESETS: dict[str, Preset] = {
     "openai": Preset("https://api.openai.com/v1", "OPENAI_API_KEY", "gpt-5-mini", "openai",
                      "https://platform.openai.com/docs/api-reference/chat/create",
                      base_env="OPENAI_BASE_URL", max_tokens_field="max_completion_tokens"),
-    # "base_url (OpenAI) https://api.deepseek.com", "base_url (Anthropic) https://api.deepseek.com/anthropic";
-    # the curl example reads DEEPSEEK_API_KEY; "Use deepseek-flash as the model name" (the pricing page).
+    # DeepSeek (read 2026-12-02, the pricing page in Chinese and English): "BASE URL (OpenAI 格式)
+    # https://api.deepseek.com", "BASE URL (Anthropic 格式) https://api.deepseek.com/anthropic"; "模型名请使用
+    # deepseek-flash" (DeepSeek-V4.1-Flash; deepseek-v4-pro the larger one); the curl example reads
+    # DEEPSEEK_API_KEY. One platform, one key, whatever the region.
     "deepseek": Preset("https://api.deepseek.com", "DEEPSEEK_API_KEY", "deepseek-flash", "openai",
                        "https://api-docs.deepseek.com/ and https://api-docs.deepseek.com/quick_start/pricing"),
-    # Its Anthropic API: "x-api-key: Fully Supported", anthropic-version ignored.
+    # Its Anthropic API: "x-api-key: Fully Supported", anthropic-version ignored; an unknown model name is
+    # mapped to deepseek-v4-flash (read 2026-12-02).
     "deepseek-anthropic": Preset("https://api.deepseek.com/anthropic", "DEEPSEEK_API_KEY", "deepseek-flash",
                                  "anthropic", "https://api-docs.deepseek.com/guides/anthropic_api", auth="x-api-key"),
-    # Model Studio (DashScope) compatible mode: Singapore (international) and Beijing endpoints; keys are
-    # per region; qwen-plus is in the page's list of models the compatible mode serves.
+    # Model Studio (DashScope, 阿里云百炼) compatible mode: Singapore (international) and Beijing endpoints;
+    # keys are per region; qwen-plus is in the page's list of models the compatible mode serves.
     "qwen": Preset("https://dashscope-intl.aliyuncs.com/compatible-mode/v1", "DASHSCOPE_API_KEY", "qwen-plus",
-                   "openai", "https://www.alibabacloud.com/help/en/model-studio/compatibility-of-openai-with-dashscope"),
+                   "openai", "https://www.alibabacloud.com/help/en/model-studio/compatibility-of-openai-with-dashscope",
+                   region=INTL + " (Singapore)", twin="qwen-cn"),
     "qwen-cn": Preset("https://dashscope.aliyuncs.com/compatible-mode/v1", "DASHSCOPE_API_KEY", "qwen-plus",
-                      "openai", "https://www.alibabacloud.com/help/en/model-studio/compatibility-of-openai-with-dashscope"),
-    # Kimi's quickstart: base_url https://api.moonshot.ai/v1, $MOONSHOT_API_KEY, model kimi-k2.6; the
-    # China platform is api.moonshot.cn (Moonshot's kimi-cli docs list both regions).
+                      "openai", "https://www.alibabacloud.com/help/en/model-studio/compatibility-of-openai-with-dashscope",
+                      region=CN + " (Beijing)", twin="qwen"),
+    # Its Anthropic API (read 2026-12-02): "ANTHROPIC_API_KEY(或 ANTHROPIC_AUTH_TOKEN):替换为百炼 API Key",
+    # ANTHROPIC_BASE_URL https://dashscope.aliyuncs.com/apps/anthropic, "本文档仅适用于中国大陆版(北京地域)"; the
+    # international page: https://dashscope-intl.aliyuncs.com/apps/anthropic, "only to the International
+    # Edition (Singapore region)"; its example uses model qwen-plus. (Newer workspace domains,
+    # {WorkspaceId}.cn-beijing.maas.aliyuncs.com, exist; "the existing domain remains fully functional".)
+    "qwen-anthropic": Preset("https://dashscope-intl.aliyuncs.com/apps/anthropic", "DASHSCOPE_API_KEY", "qwen-plus",
+                             "anthropic", "https://www.alibabacloud.com/help/en/model-studio/anthropic-api-messages",
+                             auth="x-api-key", region=INTL + " (Singapore)", twin="qwen-cn-anthropic"),
+    "qwen-cn-anthropic": Preset("https://dashscope.aliyuncs.com/apps/anthropic", "DASHSCOPE_API_KEY", "qwen-plus",
+                                "anthropic", "https://help.aliyun.com/zh/model-studio/anthropic-api-messages",
+                                auth="x-api-key", region=CN + " (Beijing)", twin="qwen-anthropic"),
+    # Kimi's quickstart: base_url https://api.moonshot.ai/v1, $MOONSHOT_API_KEY, model kimi-k2.6 (its flagship
+    # on 2026-12-02: the model lists put kimi-k2.6 first and retire the kimi-k2-*-preview ids; kimi-k2.7-code
+    # is its coding model); the China platform (platform.moonshot.cn, its own keys) is api.moonshot.cn.
     "kimi": Preset("https://api.moonshot.ai/v1", "MOONSHOT_API_KEY", "kimi-k2.6", "openai",
-                   "https://platform.kimi.ai/docs/api/quickstart"),
+                   "https://platform.kimi.ai/docs/api/quickstart", region=INTL, twin="kimi-cn"),
     "kimi-cn": Preset("https://api.moonshot.cn/v1", "MOONSHOT_API_KEY", "kimi-k2.6", "openai",
-                      "https://moonshotai.github.io/kimi-cli/en/configuration/providers.html"),
+                      "https://moonshotai.github.io/kimi-cli/en/configuration/providers.html",
+                      region=CN, twin="kimi"),
     # Kimi's overview says its API "is compatible with both the OpenAI and Anthropic APIs"; its Claude Code
     # guide sets ANTHROPIC_BASE_URL=https://api.moonshot.ai/anthropic and the key as ANTHROPIC_AUTH_TOKEN
-    # (sent as Bearer). That guide was read through copies, not on Moonshot's own site.
+    # (sent as Bearer). The China twin, https://api.moonshot.cn/anthropic, was read (2026-12-02) only in
+    # users' Claude Code settings and scripts, not on a Moonshot page.
     "kimi-anthropic": Preset("https://api.moonshot.ai/anthropic", "MOONSHOT_API_KEY", "kimi-k2.6", "anthropic",
-                             "https://platform.kimi.ai/docs/overview"),
-    # Zhipu's BigModel (China): "https://open.bigmodel.cn/api/paas/v4/", "Authorization: Bearer", glm-4.6 in
-    # the example; ZHIPUAI_API_KEY is the variable its SDK reads.
-    "glm": Preset("https://open.bigmodel.cn/api/paas/v4", "ZHIPUAI_API_KEY", "glm-4.6", "openai",
-                  "https://docs.bigmodel.cn/cn/guide/develop/http/introduction"),
+                             "https://platform.kimi.ai/docs/overview", region=INTL, twin="kimi-cn-anthropic"),
+    "kimi-cn-anthropic": Preset("https://api.moonshot.cn/anthropic", "MOONSHOT_API_KEY", "kimi-k2.6", "anthropic",
+                                "https://platform.moonshot.cn/docs/overview", region=CN, twin="kimi-anthropic"),
+    # Zhipu's BigModel (China): "https://open.bigmodel.cn/api/paas/v4/", "Authorization: Bearer"; ZHIPUAI_API_KEY
+    # is the variable its SDK reads. The default is glm-4.7-flash (read 2026-12-02): BigModel lists it among
+    # its free models (docs.bigmodel.cn/cn/guide/models/free/glm-4.7-flash), "30B 级", tuned for tool use; a
+    # classroom pays nothing. GLM-5 is the flagship (set MINIAGENT_MODEL for it).
+    "glm": Preset("https://open.bigmodel.cn/api/paas/v4", "ZHIPUAI_API_KEY", "glm-4.7-flash", "openai",
+                  "https://docs.bigmodel.cn/cn/guide/develop/http/introduction and "
+                  "https://docs.bigmodel.cn/cn/guide/models/free/glm-4.7-flash", region=CN, twin="zai"),
     # Z.ai (international GLM): https://api.z.ai/api/paas/v4, Bearer; its Claude Code page (read through a
     # copy) sets ANTHROPIC_BASE_URL=https://api.z.ai/api/anthropic and ANTHROPIC_AUTH_TOKEN. BigModel's twin,
     # open.bigmodel.cn/api/anthropic, was seen only in users' Claude Code settings, not on a Zhipu page.
-    "glm-anthropic": Preset("https://open.bigmodel.cn/api/anthropic", "ZHIPUAI_API_KEY", "glm-4.6", "anthropic",
-                            "https://docs.z.ai/devpack/tool/claude"),
+    "glm-anthropic": Preset("https://open.bigmodel.cn/api/anthropic", "ZHIPUAI_API_KEY", "glm-4.7-flash", "anthropic",
+                            "https://docs.z.ai/devpack/tool/claude", region=CN, twin="zai-anthropic"),
     "zai": Preset("https://api.z.ai/api/paas/v4", "ZAI_API_KEY", "glm-4.6", "openai",
-                  "https://docs.z.ai/api-reference/introduction"),
+                  "https://docs.z.ai/api-reference/introduction", region=INTL, twin="glm"),
     "zai-anthropic": Preset("https://api.z.ai/api/anthropic", "ZAI_API_KEY", "glm-4.6", "anthropic",
-                            "https://docs.z.ai/devpack/tool/claude"),
+                            "https://docs.z.ai/devpack/tool/claude", region=INTL, twin="glm-anthropic"),
+    # 火山方舟 (Volcengine Ark, 豆包), read 2026-12-02: base URL https://ark.cn-beijing.volces.com/api/v3 (Chat
+    # Completions), an API key from the Ark console as Bearer, ARK_API_KEY in its SDK's examples. Its quirk:
+    # `model` is a model id (doubao-seed-1-6-251015, after the model is activated, 开通, in the console) or
+    # the id of an inference endpoint of your own (推理接入点, "ep-2025...") : MINIAGENT_MODEL=ep-... works as is.
+    # The model id is from Ark's model list as copies of it give it (Mastra, an Ark reseller's reference).
+    "ark": Preset("https://ark.cn-beijing.volces.com/api/v3", "ARK_API_KEY", "doubao-seed-1-6-251015", "openai",
+                  "https://www.volcengine.com/docs/82379/1399008 and https://www.volcengine.com/docs/82379/1330310",
+                  region=CN),
+    # 硅基流动 (SiliconFlow), read 2026-12-02: "base_url=\"https://api.siliconflow.cn/v1\"", the key from
+    # cloud.siliconflow.cn as Bearer, "支持 OpenAI 相关的大多数参数"; the international platform
+    # (cloud.siliconflow.com, its own accounts and keys): https://api.siliconflow.com/v1. SILICONFLOW_API_KEY is
+    # the name tools use (its docs name no variable). Qwen/Qwen3-8B: free on siliconflow.cn and with function
+    # calling, per third-party catalogues (LobeHub's, a Volcengine skill page); the docs page read lists none.
+    "siliconflow": Preset("https://api.siliconflow.cn/v1", "SILICONFLOW_API_KEY", "Qwen/Qwen3-8B", "openai",
+                          "https://docs.siliconflow.cn/cn/userguide/quickstart", region=CN, twin="siliconflow-intl"),
+    "siliconflow-intl": Preset("https://api.siliconflow.com/v1", "SILICONFLOW_API_KEY", "Qwen/Qwen3-8B", "openai",
+                               "https://docs.siliconflow.com/en/userguide/quickstart", region=INTL, twin="siliconflow"),
+    # MiniMax, read 2026-12-02. OpenAI format: OPENAI_BASE_URL=https://api.minimax.io/v1 (international),
+    # https://api.minimaxi.com/v1 (China); Anthropic format: https://api.minimax.io/anthropic and
+    # https://api.minimaxi.com/anthropic, the key as ANTHROPIC_API_KEY (x-api-key). MiniMax-M2.7 is in both
+    # sites' lists (the international one also lists MiniMax-M3). Its quirk, interleaved thinking: "in multi-turn
+    # function call conversations, the complete model response must be appended to the conversation history";
+    # over Chat Completions its thinking comes inside `content` as <think>...</think> (kept, and so sent back,
+    # as text), or in `reasoning_details` with reasoning_split=True (read, and sent back, as a thinking block).
+    # MINIMAX_API_KEY is the variable its SDK integrations read (Vercel's, AgentScope's).
+    "minimax": Preset("https://api.minimax.io/v1", "MINIMAX_API_KEY", "MiniMax-M2.7", "openai",
+                      "https://platform.minimax.io/docs/api-reference/text-openai-api", region=INTL, twin="minimax-cn"),
+    "minimax-cn": Preset("https://api.minimaxi.com/v1", "MINIMAX_API_KEY", "MiniMax-M2.7", "openai",
+                         "https://platform.minimaxi.com/docs/api-reference/text-openai-api", region=CN, twin="minimax"),
+    "minimax-anthropic": Preset("https://api.minimax.io/anthropic", "MINIMAX_API_KEY", "MiniMax-M2.7", "anthropic",
+                                "https://platform.minimax.io/docs/api-reference/text-anthropic-api", auth="x-api-key",
+                                region=INTL, twin="minimax-cn-anthropic"),
+    "minimax-cn-anthropic": Preset("https://api.minimaxi.com/anthropic", "MINIMAX_API_KEY", "MiniMax-M2.7", "anthropic",
+                                   "https://platform.minimaxi.com/docs/api-reference/text-anthropic-api",
+                                   auth="x-api-key", region=CN, twin="minimax-anthropic"),
+    # 百度千帆 (Qianfan), read 2026-12-02: "需要配置的base_url如下: https://qianfan.baidubce.com/v2", "需要在API Key前面
+    #加上Bearer" (keys look like bce-v3/ALTAK-...); its Anthropic API: https://qianfan.baidubce.com/anthropic,
+    # x-api-key, "全量 Chat 对话接口都兼容". deepseek-v3.2 is the model of that page's example; QIANFAN_API_KEY
+    # is the name tools use (Baidu's pages name no variable).
+    "qianfan": Preset("https://qianfan.baidubce.com/v2", "QIANFAN_API_KEY", "deepseek-v3.2", "openai",
+                      "https://cloud.baidu.com/doc/qianfan/s/Hmh4suq26", region=CN),
+    "qianfan-anthropic": Preset("https://qianfan.baidubce.com/anthropic", "QIANFAN_API_KEY", "deepseek-v3.2",
+                                "anthropic", "https://cloud.baidu.com/doc/qianfan-docs/s/6mh3e6gjp",
+                                auth="x-api-key", region=CN),
     # Local servers. Ollama: base_url http://localhost:11434/v1/, "api_key='ollama', # required but ignored";
     # its Anthropic compatibility: ANTHROPIC_BASE_URL=http://localhost:11434, ANTHROPIC_AUTH_TOKEN.
     "ollama": Preset("http://localhost:11434/v1", None, "gpt-oss:20b", "openai",
@@ -161,12 +239,17 @@ FINISH_REASONS = {"end_turn": "stop", "stop_sequence": "stop", "max_tokens": "le
                   "tool_use": "tool_calls", "refusal": "content_filter"}
 
 
-def to_openai_request(body: dict, *, max_tokens_field: str = "max_tokens") -> dict:
+def to_openai_request(body: dict, *, max_tokens_field: str = "max_tokens",
+                      tool_choices: tuple[str, ...] | None = None, stream_usage: bool = True) -> dict:
     """A canonical request body (what `ClientCore.body` builds) as a Chat Completions body.
 
     Fields with a translation are translated; any other field passes through unchanged,
     so provider extras (`reasoning_effort`, DeepSeek's `thinking`, Qwen's
     `enable_thinking`, vLLM's `top_k`) are one keyword argument of `create` away.
+    A provider's limits (its preset's): `tool_choices`, the tool_choice types it accepts
+    (another is a ValueError here, saying so, rather than the provider's 400; "auto",
+    the default whenever tools are sent, is then left out); `stream_usage`: False for one
+    that refuses `stream_options` (its stream's usage, if any, is still read).
     """
     out: dict[str, Any] = {"model": body["model"],
                            "messages": to_openai_messages(body["messages"], body.get("system"))}
@@ -178,7 +261,7 @@ def to_openai_request(body: dict, *, max_tokens_field: str = "max_tokens") -> di
         elif key == "tools":
             out["tools"] = to_openai_tools(value)
         elif key == "tool_choice":
-            out.update(to_openai_tool_choice(value))
+            out.update(_accepted_tool_choice(value, tool_choices))
         elif key == "stop_sequences":
             out["stop"] = value
         elif key == "metadata":
@@ -186,7 +269,7 @@ def to_openai_request(body: dict, *, max_tokens_field: str = "max_tokens") -> di
                 out["user"] = value["user_id"]
         elif key == "stream":
             out["stream"] = value
-            if value:
+            if value and stream_usage:
                 out["stream_options"] = {"include_usage": True}  # else a stream reports no usage
         else:
             out[key] = value
@@ -302,6 +385,21 @@ def to_openai_tool_choice(choice: dict) -> dict:
         raise ValueError(f"tool_choice type {kind!r} has no OpenAI form")
     if choice.get("disable_parallel_tool_use"):
         out["parallel_tool_calls"] = False
+    return out
+
+
+def _accepted_tool_choice(choice: dict, accepted: tuple[str, ...] | None) -> dict:
+    """to_openai_tool_choice, for a provider that accepts only some tool_choice types (None: all)."""
+    out = to_openai_tool_choice(choice)
+    if accepted is None:
+        return out
+    kind = choice.get("type")
+    if kind not in accepted:
+        raise ValueError(f"tool_choice type {kind!r} is refused by this provider, which accepts "
+                         f"{' or '.join(repr(k) for k in accepted)} only (its preset's tool_choices); "
+                         "leave tool_choice out, or say in the prompt which tool to call")
+    if out.get("tool_choice") == "auto":
+        del out["tool_choice"]  # the default whenever tools are sent
     return out
 
 
@@ -815,14 +913,17 @@ class OpenAIFormat:
     hint_404 = ("Check the model name (MINIAGENT_MODEL) and the base URL: OpenAI-compatible servers "
                 "document theirs, usually ending in /v1, and the client adds /chat/completions.")
 
-    def __init__(self, max_tokens_field: str = "max_tokens") -> None:
+    def __init__(self, max_tokens_field: str = "max_tokens", tool_choices: tuple[str, ...] | None = None,
+                 stream_usage: bool = True) -> None:
         self.max_tokens_field = max_tokens_field
+        self.tool_choices, self.stream_usage = tool_choices, stream_usage
 
     def headers(self, key: str, version: str) -> dict[str, str]:
         return {"authorization": f"Bearer {key}", "content-type": "application/json"}
 
     def request(self, body: dict) -> dict:
-        return to_openai_request(body, max_tokens_field=self.max_tokens_field)
+        return to_openai_request(body, max_tokens_field=self.max_tokens_field, tool_choices=self.tool_choices,
+                                 stream_usage=self.stream_usage)
 
     def usage(self, usage: dict) -> dict:
         return from_openai_usage(usage)
