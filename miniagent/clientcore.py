@@ -39,7 +39,7 @@ import httpx2
 
 from miniagent import deadline, wire
 from miniagent.i18n import say
-from miniagent.errors import (APIConnectionError, APIError, APITimeoutError, InvalidAPIKeyError,
+from miniagent.errors import (APIConnectionError, APIError, APITimeoutError, AuthenticationError, InvalidAPIKeyError,
                               MalformedResponseError, MissingAPIKeyError, NotFoundError, RequestEncodingError,
                               ResponseTooLargeError, error_class, is_retryable, retry_after_seconds)
 
@@ -433,6 +433,8 @@ class ClientCore:
                 err.hint.replace("Messages API", self.format.api_name)
         if self.key_env != "ANTHROPIC_API_KEY":
             err.hint = err.hint.replace("ANTHROPIC_API_KEY", self.key_env).replace("ANTHROPIC_BASE_URL", "the base URL")
+        if isinstance(err, AuthenticationError):
+            err.hint += region_hint(self.provider, self.base_url)
         return err
 
     # Secrets: redacted where they can be (headers, error text, records of errors) -----
@@ -458,6 +460,18 @@ class ClientCore:
         headers = {k: (REDACTED if k in ("x-api-key", "authorization") else v) for k, v in self.headers().items()}
         return {"method": "POST", "url": url, "headers": headers,
                 "body": wire.bounded_copy(body, RECORD_STRING_CHARS)}
+
+
+def region_hint(provider: str, base_url: str) -> str:
+    """For a 401 from a provider whose keys are per region (its preset names the twin): which preset a
+    key from the other region needs. Empty for any other preset, or a base URL not the preset's own."""
+    from miniagent.providers import PRESETS  # here: providers imports this module
+
+    preset = PRESETS.get(provider)
+    if preset is None or not (preset.region and preset.twin) or preset.base_url != base_url.rstrip("/"):
+        return ""
+    return (f" This preset ({provider}, {preset.base_url}) takes a key made in {preset.region}; a key made in "
+            f"{PRESETS[preset.twin].region} needs preset {preset.twin} (MINIAGENT_PROVIDER={preset.twin}).")
 
 
 def _clip(text: str, limit: int = 300) -> str:

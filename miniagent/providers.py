@@ -76,13 +76,11 @@ class Preset:
     region: str | None = None  # where its keys are made ("mainland China", "international")
     twin: str | None = None    # the preset for a key made in the other region
     tool_choices: tuple[str, ...] | None = None  # the canonical tool_choice types it accepts; None: all
-    stream_usage: bool = True  # send stream_options.include_usage with a stream (Chat Completions)
 
     def wire_format(self) -> AnthropicFormat | OpenAIFormat:
         if self.format == "anthropic":
             return AnthropicFormat(auth=self.auth)
-        return OpenAIFormat(max_tokens_field=self.max_tokens_field, tool_choices=self.tool_choices,
-                            stream_usage=self.stream_usage)
+        return OpenAIFormat(max_tokens_field=self.max_tokens_field, tool_choices=self.tool_choices)
 
 
 CN, INTL = "mainland China", "international"
@@ -145,16 +143,24 @@ PRESETS: dict[str, Preset] = {
     # is the variable its SDK reads. The default is glm-4.7-flash (read 2026-12-02): BigModel lists it among
     # its free models (docs.bigmodel.cn/cn/guide/models/free/glm-4.7-flash), "30B 级", tuned for tool use; a
     # classroom pays nothing. GLM-5 is the flagship (set MINIAGENT_MODEL for it).
+    # The two claims, checked 2026-12-02. (1) "tool_choice only auto": no Zhipu page read says so, but Z.ai
+    # answers any other value with HTTP 400 "Tool choice must be auto" (reported with the request and the
+    # error body in vectorize-io/hindsight#4246 and onyx-dot-app/onyx#14192, GLM-5.3 through OpenRouter), and
+    # a Chinese summary of BigModel's docs says "tool_choice 仅支持 auto": so tool_choices=("auto",), and
+    # any other tool_choice is refused here, saying why, before it is sent. (2) "drops stream_options":
+    # nothing found either way; the translator reads a stream's usage from whichever chunk carries it, so
+    # a server that ignores stream_options loses nothing, and stream_options is still sent.
     "glm": Preset("https://open.bigmodel.cn/api/paas/v4", "ZHIPUAI_API_KEY", "glm-4.7-flash", "openai",
                   "https://docs.bigmodel.cn/cn/guide/develop/http/introduction and "
-                  "https://docs.bigmodel.cn/cn/guide/models/free/glm-4.7-flash", region=CN, twin="zai"),
+                  "https://docs.bigmodel.cn/cn/guide/models/free/glm-4.7-flash", region=CN, twin="zai",
+                  tool_choices=("auto",)),
     # Z.ai (international GLM): https://api.z.ai/api/paas/v4, Bearer; its Claude Code page (read through a
     # copy) sets ANTHROPIC_BASE_URL=https://api.z.ai/api/anthropic and ANTHROPIC_AUTH_TOKEN. BigModel's twin,
     # open.bigmodel.cn/api/anthropic, was seen only in users' Claude Code settings, not on a Zhipu page.
     "glm-anthropic": Preset("https://open.bigmodel.cn/api/anthropic", "ZHIPUAI_API_KEY", "glm-4.7-flash", "anthropic",
                             "https://docs.z.ai/devpack/tool/claude", region=CN, twin="zai-anthropic"),
     "zai": Preset("https://api.z.ai/api/paas/v4", "ZAI_API_KEY", "glm-4.6", "openai",
-                  "https://docs.z.ai/api-reference/introduction", region=INTL, twin="glm"),
+                  "https://docs.z.ai/api-reference/introduction", region=INTL, twin="glm", tool_choices=("auto",)),
     "zai-anthropic": Preset("https://api.z.ai/api/anthropic", "ZAI_API_KEY", "glm-4.6", "anthropic",
                             "https://docs.z.ai/devpack/tool/claude", region=INTL, twin="glm-anthropic"),
     # 火山方舟 (Volcengine Ark, 豆包), read 2026-12-02: base URL https://ark.cn-beijing.volces.com/api/v3 (Chat
@@ -240,16 +246,15 @@ FINISH_REASONS = {"end_turn": "stop", "stop_sequence": "stop", "max_tokens": "le
 
 
 def to_openai_request(body: dict, *, max_tokens_field: str = "max_tokens",
-                      tool_choices: tuple[str, ...] | None = None, stream_usage: bool = True) -> dict:
+                      tool_choices: tuple[str, ...] | None = None) -> dict:
     """A canonical request body (what `ClientCore.body` builds) as a Chat Completions body.
 
     Fields with a translation are translated; any other field passes through unchanged,
     so provider extras (`reasoning_effort`, DeepSeek's `thinking`, Qwen's
     `enable_thinking`, vLLM's `top_k`) are one keyword argument of `create` away.
-    A provider's limits (its preset's): `tool_choices`, the tool_choice types it accepts
-    (another is a ValueError here, saying so, rather than the provider's 400; "auto",
-    the default whenever tools are sent, is then left out); `stream_usage`: False for one
-    that refuses `stream_options` (its stream's usage, if any, is still read).
+    `tool_choices` (a preset's): the tool_choice types the provider accepts; another is a
+    ValueError here, saying so, rather than the provider's 400; "auto", the default
+    whenever tools are sent, is then left out.
     """
     out: dict[str, Any] = {"model": body["model"],
                            "messages": to_openai_messages(body["messages"], body.get("system"))}
@@ -269,7 +274,7 @@ def to_openai_request(body: dict, *, max_tokens_field: str = "max_tokens",
                 out["user"] = value["user_id"]
         elif key == "stream":
             out["stream"] = value
-            if value and stream_usage:
+            if value:
                 out["stream_options"] = {"include_usage": True}  # else a stream reports no usage
         else:
             out[key] = value
@@ -913,17 +918,14 @@ class OpenAIFormat:
     hint_404 = ("Check the model name (MINIAGENT_MODEL) and the base URL: OpenAI-compatible servers "
                 "document theirs, usually ending in /v1, and the client adds /chat/completions.")
 
-    def __init__(self, max_tokens_field: str = "max_tokens", tool_choices: tuple[str, ...] | None = None,
-                 stream_usage: bool = True) -> None:
-        self.max_tokens_field = max_tokens_field
-        self.tool_choices, self.stream_usage = tool_choices, stream_usage
+    def __init__(self, max_tokens_field: str = "max_tokens", tool_choices: tuple[str, ...] | None = None) -> None:
+        self.max_tokens_field, self.tool_choices = max_tokens_field, tool_choices
 
     def headers(self, key: str, version: str) -> dict[str, str]:
         return {"authorization": f"Bearer {key}", "content-type": "application/json"}
 
     def request(self, body: dict) -> dict:
-        return to_openai_request(body, max_tokens_field=self.max_tokens_field, tool_choices=self.tool_choices,
-                                 stream_usage=self.stream_usage)
+        return to_openai_request(body, max_tokens_field=self.max_tokens_field, tool_choices=self.tool_choices)
 
     def usage(self, usage: dict) -> dict:
         return from_openai_usage(usage)

@@ -548,6 +548,81 @@ def test_every_preset_names_its_source_and_its_facts():
                                                                         "glm-anthropic"}
 
 
+CHINA_FIRST = {  # issue 29: the presets a Chinese classroom can reach, each with its base URL and key variable
+    "ark": ("https://ark.cn-beijing.volces.com/api/v3", "ARK_API_KEY", "openai"),
+    "siliconflow": ("https://api.siliconflow.cn/v1", "SILICONFLOW_API_KEY", "openai"),
+    "siliconflow-intl": ("https://api.siliconflow.com/v1", "SILICONFLOW_API_KEY", "openai"),
+    "minimax": ("https://api.minimax.io/v1", "MINIMAX_API_KEY", "openai"),
+    "minimax-cn": ("https://api.minimaxi.com/v1", "MINIMAX_API_KEY", "openai"),
+    "minimax-anthropic": ("https://api.minimax.io/anthropic", "MINIMAX_API_KEY", "anthropic"),
+    "minimax-cn-anthropic": ("https://api.minimaxi.com/anthropic", "MINIMAX_API_KEY", "anthropic"),
+    "qianfan": ("https://qianfan.baidubce.com/v2", "QIANFAN_API_KEY", "openai"),
+    "qianfan-anthropic": ("https://qianfan.baidubce.com/anthropic", "QIANFAN_API_KEY", "anthropic"),
+    "qwen-anthropic": ("https://dashscope-intl.aliyuncs.com/apps/anthropic", "DASHSCOPE_API_KEY", "anthropic"),
+    "qwen-cn-anthropic": ("https://dashscope.aliyuncs.com/apps/anthropic", "DASHSCOPE_API_KEY", "anthropic"),
+    "kimi-cn-anthropic": ("https://api.moonshot.cn/anthropic", "MOONSHOT_API_KEY", "anthropic"),
+}
+
+
+def test_the_china_first_presets_and_the_region_of_each_key():
+    for name, (base_url, key_env, wire) in CHINA_FIRST.items():
+        preset = PRESETS[name]
+        assert (preset.base_url, preset.key_env, preset.format) == (base_url, key_env, wire), name
+        assert preset.model and preset.region, name
+        assert wire == "openai" or preset.auth in ("x-api-key", "bearer"), name
+    assert PRESETS["glm"].model == PRESETS["glm-anthropic"].model == "glm-4.7-flash"  # free: a classroom pays nothing
+    twins = {name: p.twin for name, p in PRESETS.items() if p.twin}
+    assert {"qwen", "kimi", "glm", "siliconflow", "minimax", "qwen-anthropic", "kimi-anthropic"} <= set(twins)
+    for name, twin in twins.items():  # the other region's preset: same provider and format, the other region
+        other = PRESETS[twin]
+        assert other.twin == name and other.format == PRESETS[name].format, name
+        assert other.region != PRESETS[name].region and other.base_url != PRESETS[name].base_url, name
+        assert PRESETS[name].region.split(" (")[0] in (providers.CN, providers.INTL), name
+
+
+def test_glm_gets_tool_choice_auto_only_and_is_told_so_before_sending():
+    glm, deepseek = PRESETS["glm"].wire_format(), PRESETS["deepseek"].wire_format()
+    tools = [{"name": "get_weather", "description": "d", "input_schema": {"type": "object"}}]
+    body = {"model": "glm-4.7-flash", "max_tokens": 10, "messages": HELLO, "tools": tools}
+    for kind in ({"type": "any"}, {"type": "tool", "name": "get_weather"}, {"type": "none"}):
+        with pytest.raises(ValueError, match=r"accepts 'auto' only") as caught:
+            glm.request({**body, "tool_choice": kind})
+        assert repr(kind["type"]) in str(caught.value)
+        assert deepseek.request({**body, "tool_choice": kind})["tool_choice"]  # others send every kind
+    sent = glm.request({**body, "tool_choice": {"type": "auto", "disable_parallel_tool_use": True}})
+    assert "tool_choice" not in sent and sent["parallel_tool_calls"] is False and sent["tools"]  # auto: the default
+    assert glm.request({**body, "stream": True})["stream_options"] == {"include_usage": True}
+    assert PRESETS["zai"].tool_choices == ("auto",) and PRESETS["openai"].tool_choices is None
+
+
+def test_glm_runs_the_agent_with_tool_choice_auto(clean_env):
+    """Notebook 03's exercise asks for one call at a time: on GLM that is parallel_tool_calls, tool_choice left out."""
+    agent = Agent(connect(provider="glm", offline=True, quiet=True),
+                  create={"tool_choice": {"type": "auto", "disable_parallel_tool_use": True}})
+    assert agent.run("现在几点了？").ok
+    sent = agent.client.last.request["body"]
+    assert "tool_choice" not in sent and sent["parallel_tool_calls"] is False
+
+
+def test_a_401_names_the_preset_a_key_from_the_other_region_needs():
+    def refused(provider, base_url):
+        preset = PRESETS[provider]
+        c = Client(api_key=CANARY, base_url=base_url, format=preset.wire_format(), provider=provider,
+                   key_env=preset.key_env, max_retries=0, sleep=lambda s: None,
+                   transport=httpx2.MockTransport(fake.handler([fake.error(401, "Incorrect API key provided",
+                                                                           "invalid_request_error",
+                                                                           "invalid_api_key")], [])))
+        with pytest.raises(AuthenticationError) as caught:
+            c.create(messages=HELLO)
+        return caught.value.hint
+    hint = refused("qwen", PRESETS["qwen"].base_url)
+    assert "DASHSCOPE_API_KEY" in hint and "a key made in mainland China (Beijing) needs preset qwen-cn" in hint
+    assert "MINIAGENT_PROVIDER=qwen-cn" in hint and CANARY not in hint
+    assert "needs preset kimi-anthropic" in refused("kimi-cn-anthropic", PRESETS["kimi-cn-anthropic"].base_url)
+    assert "needs preset" not in refused("deepseek", PRESETS["deepseek"].base_url)  # one platform, any region
+    assert "needs preset" not in refused("qwen", "https://proxy.test/v1")  # not the preset's own address
+
+
 @pytest.fixture
 def clean_env(monkeypatch):
     for var in ["MINIAGENT_OFFLINE", "MINIAGENT_PROVIDER", "MINIAGENT_MODEL", "OPENAI_BASE_URL", "ANTHROPIC_BASE_URL",
