@@ -126,6 +126,21 @@ server.shutdown()
 # make lab
 # ```
 #
+# From mainland China, where the Anthropic API cannot be reached, use a domestic provider
+# that speaks the same Messages API: its preset and its key, two variables, and every
+# notebook runs live. DeepSeek first:
+#
+# ```bash
+# export MINIAGENT_PROVIDER=deepseek-anthropic    # or kimi-cn-anthropic, glm-anthropic, qwen-cn-anthropic
+# export DEEPSEEK_API_KEY=sk-...                  # MOONSHOT_API_KEY, ZHIPUAI_API_KEY, DASHSCOPE_API_KEY
+# make lab
+# ```
+#
+# Keys are per region: a key made on a provider's China platform is refused (401) by its
+# international endpoint and the other way round. A China key takes the China preset:
+# `qwen-cn…`, `kimi-cn…`, `minimax-cn…`, and `glm…` (Z.ai, `zai…`, is GLM's international
+# one). README.zh-CN.md has the table; notebook 08 lists every preset.
+#
 # The first cell of each notebook will then print `live · model …`. Live answers
 # differ from the saved outputs, which were made offline; that is expected.
 # Your key never appears in any output: requests are recorded with it redacted, and

@@ -306,12 +306,20 @@ print("events:", {kind: pieces.count(kind) for kind in dict.fromkeys(pieces)})
 # A preset holds what differs between providers: base URL, the variable with the key, the
 # default model, and the format. Choosing one is configuration:
 # `miniagent.connect(provider="qwen")`, or `MINIAGENT_PROVIDER=qwen` in the environment.
+# Keys are per region, and so are many presets: a key made on a provider's China platform
+# is refused (401) by its international endpoint and the other way round, so `qwen`,
+# `kimi`, `minimax` and `siliconflow-intl` (international) each have a twin for a China
+# key (`qwen-cn`, `kimi-cn`, `minimax-cn`, `siliconflow`), and `glm` (China's BigModel) has
+# `zai`; a 401 from one of them names its twin. The domestic platforms come next:
+# 火山方舟 (`ark`, Doubao), 硅基流动 (`siliconflow`), MiniMax and 百度千帆 (`qianfan`).
 # The last five rows are servers on your own machine, which need a key only if started
 # with one: Ollama and llama.cpp's server, each in both formats (below), and vLLM.
 
 # %%
+REGION = {"mainland China": "CN", "international": "intl"}
 for name, preset in providers.PRESETS.items():
-    print(f"{name:18} {preset.format:9} {preset.key_env or '(no key)':18} {preset.model or '(default)':22} "
+    region = REGION.get((preset.region or "").split(" (")[0], "")
+    print(f"{name:20} {preset.format:9} {preset.key_env or '(no key)':19} {region:4} {preset.model or '(default)':22} "
           f"{preset.base_url}")
 
 # %% [markdown]
@@ -340,6 +348,24 @@ print("\nthe last answer:\n" + result.text)
 # export MINIAGENT_PROVIDER=deepseek    # or deepseek-anthropic, qwen, kimi, glm, openai, ...
 # make lab                              # MINIAGENT_MODEL=... picks another of its models
 # ```
+#
+# From mainland China, pick a preset of the Messages format: `deepseek-anthropic` first, then
+# `kimi-cn-anthropic`, `glm-anthropic` or `qwen-cn-anthropic`. With one of those, the cells
+# of notebooks 01 and 06 that write the Messages API by hand reach your provider too; with a
+# Chat Completions preset they go to the mock, as here.
+#
+# **Where a provider refuses what the package sends**, the preset says so and the format
+# adapts before anything is sent. OpenAI's newer models refuse `max_tokens`: the `openai`
+# preset sends it as `max_completion_tokens` (its `max_tokens_field`). GLM and Z.ai are
+# reported to accept `tool_choice: "auto"` only (Z.ai answers any other with a 400): their
+# presets leave `auto` out (it is the default whenever tools are sent) and refuse `any`,
+# `tool` and `none` with an error that says why, instead of a 400 from the server. Nothing
+# was found either way on GLM dropping `stream_options`; the package sends it and reads a
+# stream's usage from whichever chunk carries it. Thinking that must come back is sent
+# back: DeepSeek's `reasoning_content` (above), and MiniMax's `<think>…</think>`, which
+# arrives inside `content` and so stays in the history as text. On 火山方舟 (`ark`),
+# `model` is a model id you have activated in its console or an inference endpoint id of
+# your own (`MINIAGENT_MODEL=ep-...`).
 #
 # ## A local model: llama.cpp or Ollama
 #

@@ -401,6 +401,29 @@ for name, create in [("no caching", None), ("cache_control", {"cache_control": {
 # follows the API's documented rules (minimum length, lifetime, at most four breakpoints);
 # live, the `usage` of each response shows the same three numbers.
 #
+# **Automatic caching, as DeepSeek does it.** Not every provider asks for breakpoints.
+# DeepSeek's context caching is on for every request, with nothing to mark and no write to
+# pay for: the server keeps the prefixes of the requests it has seen, and the part of a
+# later request that repeats one of them from its first token is a cache hit. Its Chat
+# Completions answer says how much in `usage`, in two fields of its own. DeepSeek's
+# documented shape ([Context Caching](https://api-docs.deepseek.com/guides/kv_cache); the
+# numbers here are made up, the mock does not report these fields):
+#
+# ```json
+# "usage": {"prompt_tokens": 1800, "completion_tokens": 60, "total_tokens": 1860,
+#           "prompt_cache_hit_tokens": 1536, "prompt_cache_miss_tokens": 264}
+# ```
+#
+# `prompt_tokens` is hits plus misses, and the hits are billed at DeepSeek's cache-hit
+# price, a fraction of the miss price (its pricing page lists both). The package reads
+# `prompt_cache_hit_tokens` as `cache_read_input_tokens` and takes them out of
+# `input_tokens` (`providers.from_openai_usage`: here 264 and 1,536), so the trace, its
+# spans and `prices.cost()` count them as they count Anthropic's cache reads: at the
+# model's cache-read price, for a model `prices.py` lists. The habit that pays is the same
+# as with `cache_control`: keep the prefix still (tools and system first and unchanged, the
+# history appended, never rewritten). A timestamp in the system prompt, or a summary that
+# rewrites the start of the history (notebook 04), moves the prefix, and the next call misses.
+#
 # ## 10. Prompt injection: orders hidden in what a tool returns
 #
 # Notebook 12 showed instructions hidden in a tool's *description*. The commoner attack
