@@ -9,7 +9,7 @@ PORT   ?= 8888
 NB     ?= [0-9]
 export MPLBACKEND ?= Agg
 # What the package prints for a learner is English here, whatever the shell says; `make lab-zh`
-# sets Chinese for the Chinese edition (the saved outputs of both editions are the English run's).
+# and `make test-zh` set Chinese for the Chinese edition, whose saved outputs are its own run's, in Chinese.
 export MINIAGENT_LANG := en
 # Let Python keep compiled modules (and pytest its rewritten test modules) in __pycache__/
 # (git-ignored): where the shell sets PYTHONDONTWRITEBYTECODE, every run would compile the
@@ -17,7 +17,7 @@ export MINIAGENT_LANG := en
 unexport PYTHONDONTWRITEBYTECODE
 
 .DEFAULT_GOAL := help
-.PHONY: help setup lab lab-zh test test-binder test-unit test-props test-bench test-memory test-workers test-clients test-notebooks test-ui test-postgres test-live test-real local-model lab-local notebooks serve demo eval soak classroom bench lint clean
+.PHONY: help setup lab lab-zh test test-zh test-binder test-unit test-props test-bench test-memory test-workers test-clients test-notebooks test-ui test-postgres test-live test-real local-model lab-local notebooks serve demo eval soak classroom bench lint clean
 
 help:  ## list the targets
 	@echo "miniagent: build an LLM agent from scratch (offline by default)"
@@ -100,6 +100,13 @@ test-clients: $(CLIENTS_STAMP)  ## the official anthropic and openai SDKs, LangC
 
 test-notebooks: $(STAMP)  ## notebooks only, compared against their saved outputs (nbval, strict)
 	MINIAGENT_OFFLINE=1 $(PY) -m pytest -n 2 --dist loadscope notebooks $(NBVAL) -p no:cacheprovider
+
+# The Chinese edition, as `make lab-zh` runs it (MINIAGENT_LANG=zh, in notebooks/zh/): its own outputs,
+# compared as strictly as the English ones. tests/test_zh_edition.py (in make test) checks that its
+# code is the English code but for the literals each cell declares translated, and that both runs
+# make the same calls.
+test-zh: $(STAMP)  ## 中文版: every Chinese notebook compared against its saved outputs (nbval, MINIAGENT_LANG=zh)
+	MINIAGENT_OFFLINE=1 MINIAGENT_LANG=zh $(PY) -m pytest -n 3 --dist loadscope notebooks/zh $(NBVAL) -p no:cacheprovider -o addopts="-q -p no:langsmith_plugin"
 
 test-ui: $(STAMP)  ## browser tests (headless Chromium): 05's chat widget, approving a tool in the chat, a student notebook's check, every diagram, a page calling the mock, the serve page
 	@(command -v chromium >/dev/null && fc-list | grep -qi wqy) || (apt-get update -qq && apt-get install -y -qq chromium fonts-wqy-zenhei >/dev/null)

@@ -5,7 +5,7 @@
     python scripts/nbtools.py execute notebooks/0*.ipynb   # re-execute existing notebooks
     python scripts/nbtools.py student student notebooks/0*.ipynb  # the workshop edition, into student/
                                                                   # (a notebook already there is kept)
-    python scripts/nbtools.py zh notebooks/0*.ipynb        # the Chinese edition, into notebooks/zh/
+    python scripts/nbtools.py zh notebooks/0*.ipynb        # the Chinese edition, into notebooks/zh/, run in Chinese
     python scripts/nbtools.py zh-template notebooks/05_agent.ipynb  # start a translation (or see what drifted)
 
 Sources live in notebooks/src/ in the "percent" format: `# %% [markdown]` starts a
@@ -20,7 +20,7 @@ The student edition (`make student`) replaces each solution cell by a one-line n
 clears the outputs of the exercise and check cells; everything else stays as saved.
 
 Each notebook runs top to bottom in its own kernel with MINIAGENT_OFFLINE=1 (so the
-saved outputs are exactly what nbval will compare against), in the notebooks/ folder.
+saved outputs are exactly what nbval will compare against), in its own folder (notebooks/, or notebooks/zh/ with MINIAGENT_LANG=zh).
 Cells tagged `raises-exception` may raise; any other error stops with the cell shown.
 Widget state (`metadata.widgets`) is stripped: GitHub will not render a notebook whose
 widget state is incomplete, and nbval ignores widget views anyway. Paths of the machine
@@ -163,14 +163,28 @@ def keep_unchanged(nb: nbformat.NotebookNode, previous: nbformat.NotebookNode | 
     return True
 
 
-def execute(path: Path, previous: nbformat.NotebookNode | None = None) -> float:
+def execute(path: Path, previous: nbformat.NotebookNode | None = None, language: str = "en") -> float:
+    """Run the notebook at `path` in a fresh kernel (MINIAGENT_LANG=`language`), in its own folder,
+    and save it, with what the mock answered in its metadata (`mock_calls`, see `mock_calls`)."""
+    import tempfile
+
     nb = nbformat.read(path, as_version=4)
     os.environ["MINIAGENT_OFFLINE"] = "1"
     os.environ.setdefault("MPLBACKEND", "Agg")
     started = time.perf_counter()
     quiet = ["--IPKernelApp.log_level=ERROR"]  # no "kernel over TCP" warning per notebook
-    ExecutePreprocessor(timeout=300, kernel_name="python3", extra_arguments=quiet).preprocess(
-        nb, {"metadata": {"path": str(path.parent)}})
+    with tempfile.TemporaryDirectory() as folder:
+        log = Path(folder) / "calls.jsonl"
+        saved = {name: os.environ.get(name) for name in ("MINIAGENT_LANG", "MINIAGENT_CALL_LOG")}
+        os.environ.update(MINIAGENT_LANG=language, MINIAGENT_CALL_LOG=str(log))  # the kernel inherits both
+        try:
+            ExecutePreprocessor(timeout=300, kernel_name="python3", extra_arguments=quiet).preprocess(
+                nb, {"metadata": {"path": str(path.parent)}})
+        finally:
+            for name, value in saved.items():
+                os.environ.pop(name) if value is None else os.environ.__setitem__(name, value)
+        calls = mock_calls(log)
+    nb.metadata.setdefault("miniagent", {})["mock_calls"] = calls
     nb.metadata.pop("widgets", None)
     _strip_paths(nb)
     for cell in nb.cells:
@@ -183,6 +197,16 @@ def execute(path: Path, previous: nbformat.NotebookNode | None = None) -> float:
     nbformat.write(nb, path)
     print(f"{path}: {'unchanged (the saved run kept)' if kept else 'the outputs of this run saved'}")
     return time.perf_counter() - started
+
+
+def mock_calls(log: Path) -> list[str]:
+    """What the mock answered during a run (MINIAGENT_CALL_LOG, written by miniagent.mock.api), one
+    line per answer: the tools it called with the numbers in their arguments, and whether each tool
+    result it was sent was an error. Sorted, so concurrent calls compare equal whatever their order;
+    the two editions of a notebook must show the same list (tests/test_zh_edition.py)."""
+    if not log.exists():
+        return []
+    return sorted(line for line in log.read_text(encoding="utf-8").splitlines() if line.strip())
 
 
 STUDENT_NOTE = ("*The reference solution is in the instructor's edition of this notebook "
@@ -228,14 +252,29 @@ def student_edition(path: Path, folder: Path) -> Path:
 #     ## 为什么要循环
 #     ...
 #
-# `zh` writes notebooks/zh/NN_name.ipynb: the English notebook's cells, code and saved outputs
-# unchanged, each Markdown cell replaced by its Chinese block. A block whose hash is not the
-# English cell's hash (the English changed after it was translated) stops the build and fails
-# the drift test (tests/test_zh_edition.py), naming the cell.
+# The demos speak Chinese too: a code cell's string literals that a Chinese learner should read
+# in Chinese (the questions asked of the agent, a user's name, a city) are declared in the same
+# file, in a block headed by the code cell's id, one `English literal → Chinese literal` a line:
+#
+#     <!-- code:cell-07 -->
+#     "What's the weather in Paris?" → "巴黎天气怎么样？"
+#
+# `zh` writes notebooks/zh/NN_name.ipynb: the English notebook's cells, each Markdown cell
+# replaced by its Chinese block and each declared literal by its Chinese one (it must be a whole
+# string token of that cell, exactly once), then RUNS it, as the English one is run, with
+# MINIAGENT_LANG=zh, in notebooks/zh/: its outputs are its own run's, in Chinese, and
+# `make test-zh` compares them with nbval. A block whose hash is not the English cell's hash
+# (the English changed after it was translated), or a literal the English cell no longer has,
+# stops the build and fails the drift test (tests/test_zh_edition.py), naming the cell. Both
+# editions' runs record what the mock answered (`mock_calls` in the notebook's metadata): the
+# drift test also checks that the Chinese questions take the mock down the same path.
 
 ZH_SOURCES = ROOT / "notebooks" / "src" / "zh"
 ZH_FOLDER = ROOT / "notebooks" / "zh"
 _BLOCK = re.compile(r"^<!-- en:([0-9a-f]{12}) -->$", re.MULTILINE)
+# A code cell's translated string literals: `<!-- code:cell-07 -->`, then one `"old" → "new"` per line.
+_ANY_BLOCK = re.compile(r"^<!-- (en:[0-9a-f]{12}|code:[A-Za-z0-9_-]+) -->$", re.MULTILINE)
+ARROW = " → "
 
 
 def cell_hash(text: str) -> str:
@@ -245,13 +284,97 @@ def cell_hash(text: str) -> str:
     return hashlib.sha256(text.strip().encode()).hexdigest()[:12]
 
 
-def read_translation(path: Path) -> list[tuple[str, str]]:
-    """[(hash of the English cell, Chinese text)], in order."""
-    text = path.read_text(encoding="utf-8")
-    parts = _BLOCK.split(text)
+def _blocks(path: Path) -> list[tuple[str, str]]:
+    """[("en:HASH" or "code:CELL-ID", body)], in order."""
+    parts = _ANY_BLOCK.split(path.read_text(encoding="utf-8"))
     if parts[0].strip():
         raise ValueError(f"{path}: text before the first <!-- en:... --> line")
     return [(parts[i], parts[i + 1].strip("\n")) for i in range(1, len(parts), 2)]
+
+
+def read_translation(path: Path) -> list[tuple[str, str]]:
+    """[(hash of the English cell, Chinese text)], in order (the code blocks left out)."""
+    return [(head[3:], body) for head, body in _blocks(path) if head.startswith("en:")]
+
+
+def read_literals(path: Path) -> dict[str, list[tuple[str, str]]]:
+    """{code cell id: [(English string literal, Chinese string literal)]}, as written in the source.
+
+    Each line of a `<!-- code:ID -->` block is `OLD → NEW`, both Python string literals; a line
+    that is not raises ValueError, naming it."""
+    import ast
+
+    literals: dict[str, list[tuple[str, str]]] = {}
+    for head, body in _blocks(path):
+        if not head.startswith("code:"):
+            continue
+        pairs = literals.setdefault(head[5:], [])
+        for line in body.splitlines():
+            if not line.strip() or line.startswith("#"):
+                continue
+            for k in [m.start() for m in re.finditer(ARROW, line)]:
+                old, new = line[:k].strip(), line[k + len(ARROW):].strip()
+                try:
+                    if all(isinstance(ast.parse(side, mode="eval").body, (ast.Constant, ast.JoinedStr))
+                           and (not isinstance(ast.parse(side, mode="eval").body, ast.Constant)
+                                or isinstance(ast.parse(side, mode="eval").body.value, str)) for side in (old, new)):
+                        pairs.append((old, new))  # a string or an f-string on both sides
+                        break
+                except SyntaxError:
+                    continue
+            else:
+                raise ValueError(f"{path}: in <!-- {head} -->, not `\"old\" → \"new\"` (two string literals): {line!r}")
+    return literals
+
+
+def _string_tokens(source: str) -> list[tuple[int, int, str]]:
+    """(start offset, end offset, text) of every string literal token in a code cell.
+
+    IPython's line magics (`%matplotlib inline`) are not Python: they are blanked first."""
+    import io
+    import tokenize
+
+    python = "\n".join("" if line.lstrip().startswith(("%", "!")) else line for line in source.split("\n"))
+    starts = [0]  # offsets in the cell as written (a blanked magic line is shorter, but holds no string)
+    for line in source.split("\n"):
+        starts.append(starts[-1] + len(line) + 1)
+    found = []
+    for tok in tokenize.generate_tokens(io.StringIO(python).readline):
+        if tok.type == tokenize.STRING:
+            begin = starts[tok.start[0] - 1] + tok.start[1]
+            end = starts[tok.end[0] - 1] + tok.end[1]
+            found.append((begin, end, tok.string))
+    return found
+
+
+def translate_code(source: str, pairs: list[tuple[str, str]], where: str = "") -> str:
+    """`source` with each declared English string literal replaced by its Chinese one.
+
+    Each must be a whole string token of the cell, exactly once: anything else (the English
+    cell changed, or the literal is a part of a longer string) raises ValueError, naming it."""
+    tokens = _string_tokens(source)
+    edits = []
+    for old, new in pairs:
+        hits = [(b, e) for b, e, text in tokens if text == old]
+        if len(hits) != 1:
+            raise ValueError(f"{where}: the literal {old} is {'not a string' if not hits else 'more than one string'} "
+                             f"of the English code cell ({len(hits)} found): redo its translation")
+        edits.append((*hits[0], new))
+    for begin, end, new in sorted(edits, reverse=True):
+        source = source[:begin] + new + source[end:]
+    return source
+
+
+def masked(source: str, pairs: list[tuple[str, str]], chinese: bool) -> str:
+    """The code with the declared literals (English or Chinese side) replaced by one placeholder:
+    the two editions' cells must be equal in that form."""
+    declared = {new if chinese else old for old, new in pairs}
+    out, last = [], 0
+    for begin, end, text in _string_tokens(source):
+        if text in declared:
+            out.append(source[last:begin] + "'<translated>'")
+            last = end
+    return "".join(out) + source[last:]
 
 
 def drift(nb: nbformat.NotebookNode, blocks: list[tuple[str, str]]) -> list[str]:
@@ -311,11 +434,18 @@ def zh_edition(path: Path) -> Path:
     problems = drift(nb, blocks)
     if problems:
         raise ValueError(f"{source} is out of step with {path.name}:\n  " + "\n  ".join(problems))
+    literals = read_literals(source)
+    ids = {c.get("id") for c in nb.cells if c.cell_type == "code"}
+    if set(literals) - ids:
+        raise ValueError(f"{source}: <!-- code:... --> blocks for cells {sorted(set(literals) - ids)}, "
+                         f"which are not code cells of {path.name}")
     chinese = iter(unwrap_cjk(text) for _, text in blocks)
     for cell in nb.cells:
         if cell.cell_type == "markdown":
             cell.source = next(chinese)
-    nb.metadata["miniagent"] = {"edition": "zh", "translates": path.name}
+        elif cell.get("id") in literals:
+            cell.source = translate_code(cell.source, literals[cell.id], f"{source} <!-- code:{cell.id} -->")
+    nb.metadata["miniagent"] = {**nb.metadata.get("miniagent", {}), "edition": "zh", "translates": path.name}
     ZH_FOLDER.mkdir(exist_ok=True)
     target = ZH_FOLDER / path.name
     nbformat.write(nb, target)
@@ -340,6 +470,8 @@ def zh_template(path: Path) -> Path:
             continue
         was = f"\n<!-- the translation before the English changed:\n{old[i][1]}\n-->" if i < len(old) else ""
         parts.append(f"<!-- en:{digest} -->\n{cell.source.strip()}{was}\n")
+    if source.exists():  # the code cells' literals are kept as they are (the build checks them)
+        parts += [f"<!-- {head} -->\n{body}\n" for head, body in _blocks(source) if head.startswith("code:")]
     ZH_SOURCES.mkdir(exist_ok=True)
     source.write_text("\n".join(parts), encoding="utf-8")
     return source
@@ -353,10 +485,19 @@ def main(argv: list[str]) -> int:
             if argv[1] == "zh-template":
                 print(f"wrote {zh_template(path)}")
             elif (ZH_SOURCES / (path.stem + ".md")).exists():
+                saved = ZH_FOLDER / path.name
+                fresh = os.environ.get("FRESH", "") not in ("", "0")
+                previous = nbformat.read(saved, as_version=4) if saved.exists() and not fresh else None
                 try:
-                    print(f"wrote {zh_edition(path)}")
+                    target = zh_edition(path)
+                    print(f"wrote {target}")
+                    seconds = execute(target, previous, language="zh")  # its own run, in Chinese
+                    print(f"executed {target} in {seconds:.1f} s")
                 except ValueError as exc:  # the others are still built
                     print(f"FAILED {exc}", file=sys.stderr)
+                    status = 1
+                except CellExecutionError as exc:
+                    print(f"FAILED {target}:\n{exc}", file=sys.stderr)
                     status = 1
         return status
     if len(argv) >= 4 and argv[1] == "student":

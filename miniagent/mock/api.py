@@ -56,6 +56,7 @@ from __future__ import annotations
 import asyncio
 import copy
 import json
+import os
 import re
 import threading
 import time
@@ -576,6 +577,7 @@ class MockAPI:
                 content[k] = {**head, "caller": {"type": "direct"}, **({"input": block["input"]} if "input" in block else {})}
         self._counters["msg"] += 1
         uses_tools = any(b.get("type") == "tool_use" for b in content)
+        _log_answer(body, content)
         return {
             "id": f"msg_mock_{self._counters['msg']:04d}",
             "type": "message",
@@ -657,6 +659,24 @@ class MockAPI:
 
 
 # --- checks ---------------------------------------------------------------------------
+
+
+def _log_answer(body: dict, content: list[dict]) -> None:
+    """With MINIAGENT_CALL_LOG set (scripts/nbtools.py sets it while it runs a notebook), one line per
+    answer, appended to that file: the tools called, each with the numbers in its arguments, and
+    whether each tool result in the request was an error. Both editions of a notebook must log the
+    same lines: a translated question that takes the mock down another path shows here."""
+    path = os.environ.get("MINIAGENT_CALL_LOG")
+    if not path:
+        return
+    last = (body.get("messages") or [{}])[-1]
+    sent = last.get("content") if isinstance(last, dict) and last.get("role") == "user" else None
+    results = ["error" if b.get("is_error") else "ok" for b in (sent if isinstance(sent, list) else [])
+               if isinstance(b, dict) and b.get("type") == "tool_result"]
+    calls = [f"{b.get('name')}({','.join(re.findall(r'-?[0-9]+(?:[.][0-9]+)?', json.dumps(b.get('input'), ensure_ascii=False)))})"
+             for b in content if b.get("type") == "tool_use"]
+    with open(path, "a", encoding="utf-8") as log:
+        log.write(json.dumps({"calls": calls, "results": results}) + "\n")
 
 
 def _check_auth(headers: dict[str, str], keys: set[str] | None) -> ApiError | None:

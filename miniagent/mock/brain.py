@@ -388,14 +388,14 @@ def _with_calls(text: str, calls: list[dict], forced: bool = False) -> list[dict
 
 def allowed_values(error: str) -> list[str]:
     """The values an error message offers ("Known cities: 北京 (Beijing), ...", "one of 'C', 'F'")."""
-    hint = re.search(r"\bdid you mean\s+['\"]?([\w/+-]+)|\bthat is ([A-Za-z_]+/[\w/+-]+)", error, re.I)
+    hint = re.search(r"\bdid you mean\s+['\"]?([\w/+-]+)|(?:\bthat is|的时区是|是不是)\s*([A-Za-z_]+/[\w/+-]+)", error, re.I)
     if hint:
         return [hint.group(1) or hint.group(2)]
     m = re.search(r"(?:\bone of|\bknown \w+|\ballowed(?: values)?|valid(?: values| options)?|choices|options"
-                  r"|such as|可选值?|支持)\s*[:：]?\s*(.+)", error, re.I)
+                  r"|such as|可选值?|支持|已知的?[\u4e00-\u9fff]{0,4}|例如)\s*[:：]?\s*(.+)", error, re.I)
     if not m:
         return []
-    listing = re.split(r",?\s+got\b|\.(?:\s|$)", m.group(1))[0]
+    listing = re.split(r",?\s+got\b|\.(?:\s|$)|。", m.group(1))[0]
     items = re.findall(r"['\"“‘「]([^'\"”’」]+)['\"”’」]", listing)
     if not items:
         for part in re.split(r"[,，、;]|\s+or\s+", listing):
