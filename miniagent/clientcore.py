@@ -308,7 +308,10 @@ class ClientCore:
             body = self.format.request(body)  # translated at the edge (the Messages API's is the body itself)
         except (ValueError, KeyError, TypeError, AttributeError) as exc:
             raise RequestEncodingError(f"the request cannot be put in the {self.format.api_name} format: "
-                                       f"{exc!r}", type="request_encoding") from None
+                                       f"{exc!r}", type="request_encoding",
+                                       hint="The request is valid for the Messages API, but this provider's format "
+                                            "has no form for a part of it: the message names which, and what to "
+                                            "do instead.") from None
         try:
             content = wire.encode_body(body)
         except ValueError as exc:
@@ -465,13 +468,16 @@ class ClientCore:
 def region_hint(provider: str, base_url: str) -> str:
     """For a 401 from a provider whose keys are per region (its preset names the twin): which preset a
     key from the other region needs. Empty for any other preset, or a base URL not the preset's own."""
-    from miniagent.providers import PRESETS  # here: providers imports this module
+    from miniagent.providers import preset as named  # here: providers imports this module
 
-    preset = PRESETS.get(provider)
-    if preset is None or not (preset.region and preset.twin) or preset.base_url != base_url.rstrip("/"):
+    try:
+        preset = named(provider)
+    except ValueError:  # not a preset: nothing to say
+        return ""
+    if not (preset.region and preset.twin) or preset.base_url != base_url.rstrip("/"):
         return ""
     return (f" This preset ({provider}, {preset.base_url}) takes a key made in {preset.region}; a key made in "
-            f"{PRESETS[preset.twin].region} needs preset {preset.twin} (MINIAGENT_PROVIDER={preset.twin}).")
+            f"{named(preset.twin).region} needs preset {preset.twin} (MINIAGENT_PROVIDER={preset.twin}).")
 
 
 def _clip(text: str, limit: int = 300) -> str:

@@ -595,6 +595,17 @@ def test_glm_gets_tool_choice_auto_only_and_is_told_so_before_sending():
     assert PRESETS["zai"].tool_choices == ("auto",) and PRESETS["openai"].tool_choices is None
 
 
+def test_a_refused_tool_choice_reaches_the_caller_with_a_hint_about_the_format(clean_env):
+    from miniagent.errors import RequestEncodingError
+
+    glm = connect(provider="glm", offline=True, quiet=True)
+    with pytest.raises(RequestEncodingError) as caught:
+        glm.create(HELLO, tools=[{"name": "f", "description": "d", "input_schema": {"type": "object"}}],
+                   tool_choice={"type": "any"})
+    assert "accepts 'auto' only" in str(caught.value) and "must be JSON" not in str(caught.value)
+    assert "this provider's format has no form" in caught.value.hint
+
+
 def test_glm_runs_the_agent_with_tool_choice_auto(clean_env):
     """Notebook 03's exercise asks for one call at a time: on GLM that is parallel_tool_calls, tool_choice left out."""
     agent = Agent(connect(provider="glm", offline=True, quiet=True),
