@@ -44,6 +44,7 @@ class Price:
     cache_write_1h: Decimal
     cache_read: Decimal
     long: tuple[int, "Price"] | None = None
+    currency: str = CURRENCY  # the row's currency: "USD" (Anthropic's list prices) or "CNY" (a Chinese platform's)
 
 
 def _p(input: str, output: str, write_5m: str, write_1h: str, read: str,
@@ -99,6 +100,52 @@ PRICES: dict[str, Price] = {
     # from: model pages' comparison tables (1 / 5); trackers for the cache prices (1.25, 2, 0.10)
     "claude-haiku-4-5": _HAIKU_4_5,
 }
+
+class Amount(float):
+    """A cost: a float (so sums and comparisons work as before) that says its currency."""
+
+    currency: str = CURRENCY
+
+    def __new__(cls, value: float, currency: str = CURRENCY) -> "Amount":
+        amount = super().__new__(cls, value)
+        amount.currency = currency
+        return amount
+
+
+def _cny(input: str, output: str, read: str, write: str | None = None) -> Price:
+    """RMB per million tokens; a cache write costs the input price unless the platform bills it apart."""
+    w = write or input
+    return Price(Decimal(input), Decimal(output), Decimal(w), Decimal(w), Decimal(read), currency="CNY")
+
+
+# Domestic models, in RMB (元 / 百万 tokens), each row on its maker's own platform, read 2026-12-02.
+_DEEPSEEK_FLASH = _cny("2", "8", "0.04")
+DOMESTIC_PRICES: dict[str, Price] = {
+    # from: https://api-docs.deepseek.com/zh-cn/quick_start/pricing (高峰时段: 缓存命中 0.04, 未命中 2, 输出 8;
+    # 空闲时段 half of that: Beijing weekdays 9-12 and 14-18 are peak). Priced at peak: an upper bound.
+    # Cache writes are not billed apart (automatic caching); cache hits come as prompt_cache_hit_tokens.
+    "deepseek-flash": _DEEPSEEK_FLASH,
+    "deepseek-v4-flash": _DEEPSEEK_FLASH,  # "旧模型名 ... 按 Flash 价格计费"
+    "deepseek-v4-pro": _cny("9", "27", "0.30"),
+    # from: https://docs.bigmodel.cn/cn/guide/models/free/glm-4.7-flash (a free model) and
+    # https://docs.bigmodel.cn/cn/guide/start/pricing (GLM-5.3: 8 / 28, 缓存命中 2; GLM-5.3-Flash list price
+    # 0.8 / 2.8 / 0.23, its half-price offer ended 2026-09-09)
+    "glm-4.7-flash": _cny("0", "0", "0"),
+    "glm-5.3": _cny("8", "28", "2"),
+    "glm-5.3-flash": _cny("0.8", "2.8", "0.23"),
+    # from: https://platform.minimaxi.com/docs/guides/pricing-paygo (输入 2.1, 输出 8.4, 缓存读取 0.42, 缓存写入 2.625;
+    # -highspeed 4.2 / 16.8). The international platform bills USD (not in this table).
+    "MiniMax-M2.7": _cny("2.1", "8.4", "0.42", "2.625"),
+    "MiniMax-M2.7-highspeed": _cny("4.2", "16.8", "0.42", "2.625"),
+    # from: trackers only (two Chinese guides quoting Bailian's Beijing table: 0.8 / 2 for prompts up to 128K;
+    # cache hits not stated there, priced here at the input price: an upper bound). Over 128K: not priced.
+    "qwen-plus": Price(Decimal("0.8"), Decimal("2"), Decimal("0.8"), Decimal("0.8"), Decimal("0.8"),
+                       long=(128_000, None), currency="CNY"),  # type: ignore[arg-type]
+}
+# Not priced (no RMB figure found on a page that could be read on 2026-12-02): Kimi (kimi-k2.6: Moonshot's
+# pricing page was read without its table), Doubao (Ark's price page read only as an unrendered document),
+# Qianfan's and SiliconFlow's hosted models.
+
 # Not priced (cost() answers None): claude-mythos-5-2 (no published row found) and
 # claude-mythos-preview (retired, invitation only).
 
@@ -111,6 +158,8 @@ def price_of(model: str) -> Price | None:
         return None
     if model in PRICES:
         return PRICES[model]
+    if model in DOMESTIC_PRICES:
+        return DOMESTIC_PRICES[model]
     match = _DATED.match(model)
     return PRICES.get(match["alias"]) if match else None
 
@@ -124,8 +173,11 @@ def _count(usage: Mapping[str, Any], key: str) -> int:
     return value
 
 
-def cost(model: str, usage: Mapping[str, Any]) -> float | None:
-    """The list price in USD of one response's `usage` on `model`; None for a model the table lacks.
+def cost(model: str, usage: Mapping[str, Any]) -> Amount | None:
+    """The list price of one response's `usage` on `model`, in the row's currency (the Amount says
+    which: `.currency`, "USD" or "CNY"); None for a model the table lacks, or a prompt past the
+    longest priced tier. `usage` may also be in the OpenAI format (prompt_tokens; DeepSeek's
+    prompt_cache_hit_tokens and the OpenAI prompt_tokens_details.cached_tokens count as cache reads).
 
     Cache writes are split by TTL when the usage says how (`cache_creation`:
     `ephemeral_5m_input_tokens`, `ephemeral_1h_input_tokens`, as the API reports them);
@@ -136,6 +188,11 @@ def cost(model: str, usage: Mapping[str, Any]) -> float | None:
     price = price_of(model)
     if price is None:
         return None
+    if "prompt_tokens" in usage and "input_tokens" not in usage:  # Chat Completions usage
+        from miniagent.providers import from_openai_usage
+        for key in ("prompt_tokens", "completion_tokens", "prompt_cache_hit_tokens"):
+            _count(usage, key)
+        usage = from_openai_usage(dict(usage))
     fresh = _count(usage, "input_tokens")
     output = _count(usage, "output_tokens")
     read = _count(usage, "cache_read_input_tokens")
@@ -148,8 +205,11 @@ def cost(model: str, usage: Mapping[str, Any]) -> float | None:
             write_1h, write_5m = 0, written
     else:
         write_1h, write_5m = 0, written
-    if price.long and fresh + read + write_5m + write_1h > price.long[0]:
+    currency = price.currency
+    while price.long and fresh + read + write_5m + write_1h > price.long[0]:
+        if price.long[1] is None:  # a tier no page we read prices: unknown, never a guess
+            return None
         price = price.long[1]
     total = (fresh * price.input + output * price.output + read * price.cache_read
              + write_5m * price.cache_write_5m + write_1h * price.cache_write_1h)
-    return float(total / PER)
+    return Amount(float(total / PER), currency)

@@ -71,3 +71,23 @@ def test_the_default_model_and_the_current_catalog_are_priced():
         assert re.fullmatch(r"claude-[a-z]+-\d+(-\d+)?", name)
         assert price.cache_read < price.input < price.cache_write_5m < price.cache_write_1h
         assert price.input < price.output
+
+
+def test_domestic_models_are_priced_in_rmb_and_say_so():
+    # DeepSeek flash at peak: miss 2, hit 0.04, output 8 (RMB per MTok)
+    spent = cost("deepseek-flash", {"input_tokens": 1_000_000, "cache_read_input_tokens": 1_000_000,
+                                    "output_tokens": 1_000_000})
+    assert spent == 10.04 and spent.currency == "CNY"
+    assert cost("claude-sonnet-5-5", {"input_tokens": 1}).currency == "USD"
+    assert cost("glm-4.7-flash", {"input_tokens": 10**6, "output_tokens": 10**6}) == 0.0  # free
+    assert cost("MiniMax-M2.7", {"cache_creation_input_tokens": 10**6}) == 2.625
+    assert cost("qwen-plus", {"input_tokens": 128_001}) is None  # past the priced tier: unknown
+
+
+def test_deepseek_cache_hits_in_its_own_usage_fields_cost_the_hit_rate():
+    raw = {"prompt_tokens": 1_000_000, "completion_tokens": 0, "prompt_cache_hit_tokens": 750_000,
+           "prompt_cache_miss_tokens": 250_000}
+    assert cost("deepseek-flash", raw) == 0.53  # 0.25 * 2 + 0.75 * 0.04
+    assert cost("deepseek-flash", raw) < cost("deepseek-flash", {"input_tokens": 1_000_000})
+    with pytest.raises(ValueError, match="prompt_cache_hit_tokens"):
+        cost("deepseek-flash", {**raw, "prompt_cache_hit_tokens": -1})
