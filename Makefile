@@ -26,13 +26,20 @@ help:  ## list the targets
 
 setup: $(STAMP)  ## create .venv and install requirements.txt + the package
 
+# The index the learner configured for pip (PIP_INDEX_URL / PIP_EXTRA_INDEX_URL, else pip.conf via
+# `pip config`: a domestic mirror, say) handed to uv, which reads neither; pip reads them itself.
+# Recursive (=): looked up only by the install recipes that use it.
+PIP_INDEX = $(or $(PIP_INDEX_URL),$(shell $(PYTHON) -m pip config get global.index-url 2>/dev/null))
+PIP_EXTRA = $(or $(PIP_EXTRA_INDEX_URL),$(shell $(PYTHON) -m pip config get global.extra-index-url 2>/dev/null))
+UV_INDEX = $(if $(strip $(PIP_INDEX)),--index-url $(strip $(PIP_INDEX))) $(if $(strip $(PIP_EXTRA)),--extra-index-url $(strip $(PIP_EXTRA)))
+
 # Reinstalls only when requirements.txt or pyproject.toml change.
 # uv installs the stack in seconds; plain pip is the fallback.
 $(STAMP): requirements.txt pyproject.toml
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	@echo "Installing into $(VENV) (first run only: about 700 MB, a minute with uv)..."
 	@if $(PY) -m pip install -q --disable-pip-version-check uv >/dev/null 2>&1 && $(VENV)/bin/uv --version >/dev/null 2>&1; then \
-		$(VENV)/bin/uv pip install --python $(PY) -r requirements.txt -e . ; \
+		$(VENV)/bin/uv pip install $(UV_INDEX) --python $(PY) -r requirements.txt -e . ; \
 	else \
 		echo "uv unavailable; using pip (slower)"; \
 		$(PY) -m pip install --progress-bar on -r requirements.txt -e . ; \
@@ -80,7 +87,7 @@ CLIENTS_STAMP := $(VENV)/.installed-clients
 $(CLIENTS_STAMP): $(STAMP) requirements-clients.txt
 	@echo "Installing the third-party clients into $(VENV) (first run of make test-clients only)..."
 	@if $(VENV)/bin/uv --version >/dev/null 2>&1; then \
-		$(VENV)/bin/uv pip install -q --python $(PY) -r requirements-clients.txt -c requirements.txt ; \
+		$(VENV)/bin/uv pip install $(UV_INDEX) -q --python $(PY) -r requirements-clients.txt -c requirements.txt ; \
 	else \
 		$(PY) -m pip install -q -r requirements-clients.txt -c requirements.txt ; \
 	fi
@@ -134,7 +141,7 @@ $(POSTGRES_STAMP): $(STAMP) requirements-postgres.txt
 	if [ ! -e /usr/share/postgresql/$$v/extension/vector.control ] && apt-cache show postgresql-$$v-pgvector >/dev/null 2>&1; then \
 		DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends postgresql-$$v-pgvector >/dev/null; fi
 	@if $(VENV)/bin/uv --version >/dev/null 2>&1; then \
-		$(VENV)/bin/uv pip install -q --python $(PY) -r requirements-postgres.txt -c requirements.txt ; \
+		$(VENV)/bin/uv pip install $(UV_INDEX) -q --python $(PY) -r requirements-postgres.txt -c requirements.txt ; \
 	else \
 		$(PY) -m pip install -q -r requirements-postgres.txt -c requirements.txt ; \
 	fi

@@ -38,3 +38,20 @@ def test_the_student_targets_open_the_student_edition_not_the_notebooks_with_the
         assert len(lines) == 2 and "nbtools.py student" in lines[0], run.stdout
         assert lines[0].endswith(f"scripts/nbtools.py student {folder} {source}")
         assert f"--notebook-dir={folder} " in lines[1] and "--notebook-dir=notebooks" not in lines[1]
+
+
+def test_every_uv_install_gets_the_index_pip_was_told_to_use():
+    """uv reads neither PIP_INDEX_URL nor pip.conf: the Makefile hands pip's index (a mirror) to it."""
+    import os
+    env = {**os.environ, "PIP_INDEX_URL": "https://mirror.test/simple", "PIP_EXTRA_INDEX_URL": "https://extra.test/simple"}
+    for target in (".venv/.installed", ".venv/.installed-clients", ".venv/.installed-postgres"):
+        run = subprocess.run(["make", "--no-print-directory", "-n", "-B", target], cwd=ROOT, capture_output=True,
+                             text=True, timeout=60, env=env)
+        assert run.returncode == 0, run.stderr
+        uv = [line for line in run.stdout.splitlines() if "uv pip install" in line]
+        assert uv and all("--index-url https://mirror.test/simple --extra-index-url https://extra.test/simple" in line
+                          for line in uv), run.stdout
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PIP_")} | {"PIP_CONFIG_FILE": os.devnull}
+    run = subprocess.run(["make", "--no-print-directory", "-n", "-B", ".venv/.installed"], cwd=ROOT,
+                         capture_output=True, text=True, timeout=60, env=env)
+    assert "--index-url" not in run.stdout  # no mirror set: uv's default index, as before
