@@ -25,6 +25,7 @@ from typing import Any
 
 from miniagent.builtin_tools import calculate, get_weather
 from miniagent.clientcore import input_billed
+from miniagent.i18n import language
 from miniagent.context import (Compose, NaiveWindow, Policy, SlidingWindow, Summarize, SummarizeToolResults,
                                TokenBudget, TruncateToolResults)
 from miniagent.loop import run_loop
@@ -47,6 +48,26 @@ LAST_QUESTION = "What's my name, and what do I prefer?"
 TOPICS = ["context windows", "prompt caching", "tool calling", "agent memory", "rate limits",
           "token pricing", "streaming", "retries", "evaluation"]
 CITIES = ["Beijing", "Shanghai", "London", "Paris", "Tokyo"]
+ASKED = {"task": "I'm writing a short guide to running LLM agents in production. Search for context windows.",
+         "name": "By the way, my name is {name}.", "preference": "One more thing: I prefer {preference}.",
+         "search": "Search for {topic}.", "fetch": 'Fetch "{url}" for me.', "weather": "What's the weather in {city}?",
+         "calculate": "Calculate {a} * {b}."}
+# The Chinese edition's kernel (MINIAGENT_LANG=zh, read once, on import) runs the same session as a
+# Chinese user types it: the same turns, tools, calls and numbers (tests/test_zh_edition.py checks),
+# in Chinese. The pages it fetches keep their English addresses.
+if language() == "zh":
+    SYSTEM = "你是一名研究助理。需要时使用工具，回答要简短。"
+    NAME = "小明"
+    PREFERENCE = "用公制单位的回答"
+    LAST_QUESTION = "我叫什么名字？我喜欢什么？"
+    ASKED = {"task": "我在写一份在生产环境里运行 LLM 智能体的简明指南。帮我搜索一下上下文窗口。",
+             "name": "顺便说一下，我叫{name}。", "preference": "另外：我喜欢{preference}。",
+             "search": "帮我搜索一下{topic}。", "fetch": '帮我抓取 "{url}" 这个网页。', "weather": "{city}天气怎么样？",
+             "calculate": "算一下 {a} * {b}。"}
+    _TOPIC_NAMES = ["上下文窗口", "提示缓存", "工具调用", "智能体记忆", "限流", "token 计价", "流式输出", "重试", "评测"]
+    _CITY_NAMES = ["北京", "上海", "伦敦", "巴黎", "东京"]
+else:
+    _TOPIC_NAMES, _CITY_NAMES = TOPICS, CITIES
 FILLER = ("It walks through the idea with an example, lists the usual mistakes, quotes a "
           "benchmark and ends with advice that a careful team would test on its own workload. ")
 
@@ -91,13 +112,14 @@ def questions(turns: int = TURNS) -> list[str]:
     at turn `turns // 2 + 1`, then the name and the preference asked back."""
     if turns < 4:
         raise ValueError(f"the session needs at least 4 turns (task, name, preference, question), got {turns}")
-    asked = ["I'm writing a short guide to running LLM agents in production. Search for context windows.",
-             f"By the way, my name is {NAME}."]
+    asked = [ASKED["task"], ASKED["name"].format(name=NAME)]
     for i in range(turns - 4):
-        topic = TOPICS[i // 4 % len(TOPICS)]
-        asked.append([f"Search for {topic}.", f'Fetch "https://example.com/{topic.replace(" ", "-")}/1" for me.',
-                      f"What's the weather in {CITIES[i % len(CITIES)]}?", f"Calculate {12 + i} * {7 + i}."][i % 4])
-    asked.insert(turns // 2, f"One more thing: I prefer {PREFERENCE}.")
+        k = i // 4 % len(TOPICS)
+        url = f"https://example.com/{TOPICS[k].replace(' ', '-')}/1"
+        asked.append([ASKED["search"].format(topic=_TOPIC_NAMES[k]), ASKED["fetch"].format(url=url),
+                      ASKED["weather"].format(city=_CITY_NAMES[i % len(CITIES)]),
+                      ASKED["calculate"].format(a=12 + i, b=7 + i)][i % 4])
+    asked.insert(turns // 2, ASKED["preference"].format(preference=PREFERENCE))
     return asked + [LAST_QUESTION]
 
 
