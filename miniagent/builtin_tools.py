@@ -9,6 +9,10 @@
   model wrote is remote code execution; `safe_eval` never calls eval. It parses
   the expression into a syntax tree, allows only numbers and arithmetic, and checks
   every size limit before computing, so neither code nor a runaway power gets in.
+
+Their error messages are read by a learner too (in the tool result, and in the mock's
+answer that quotes it), so they follow MINIAGENT_LANG (miniagent.i18n.t); the results
+themselves are data, and stay as they are.
 """
 
 from __future__ import annotations
@@ -21,6 +25,7 @@ from functools import lru_cache
 from typing import Callable, NamedTuple
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError, available_timezones
 
+from .i18n import t
 from .tools import ToolRegistry, tool
 
 # --- weather ---------------------------------------------------------------------------
@@ -86,11 +91,12 @@ def get_weather(city: str) -> str:
     """
     # Answer in the language of the name asked, as a person would.
     if not isinstance(city, str):
-        raise TypeError(f"city must be a string, got {type(city).__name__}")
+        raise TypeError(t(f"city must be a string, got {type(city).__name__}",
+                          f"city 必须是字符串，收到的是 {type(city).__name__}"))
     found = find_city(city)
     if found is None:
-        known = ", ".join(f"{c.zh} ({c.en})" for c in _CITIES)
-        raise ValueError(f"unknown city {_quoted(city)}. Known cities: {known}")
+        raise ValueError(t(f"unknown city {_quoted(city)}. Known cities: " + ", ".join(f"{c.zh} ({c.en})" for c in _CITIES),
+                           f"没有城市 {_quoted(city)} 的天气数据。已知的城市：" + "、".join(f"{c.zh}（{c.en}）" for c in _CITIES)))
     if _HAS_CJK.search(city):
         return f"{found.zh}：{found.sky_zh}，{found.temp_c}°C，{found.wind_zh}"
     return f"{found.en}: {found.sky_en}, {found.temp_c}°C, {found.wind_en}"
@@ -140,11 +146,11 @@ def _zone(name: str) -> tuple[dt_timezone | ZoneInfo, str]:
     if fixed:
         return dt_timezone(timedelta(hours=_FIXED_ZONES[fixed])), fixed
     city = find_city(cleaned) if cleaned else None
-    hint = f" For {city.en} that is {city.tz}." if city else ""
-    raise ValueError(
+    raise ValueError(t(
         f"unknown timezone {_quoted(name)}. Use an IANA timezone name such as Asia/Shanghai, "
-        f"Europe/London, America/New_York or UTC.{hint}"
-    )
+        f"Europe/London, America/New_York or UTC." + (f" For {city.en} that is {city.tz}." if city else ""),
+        f"未知的时区 {_quoted(name)}。请使用 IANA 时区名，例如 Asia/Shanghai、Europe/London、America/New_York 或 UTC。"
+        + (f"{city.zh}的时区是 {city.tz}。" if city else "")))
 
 
 @tool
@@ -155,7 +161,8 @@ def get_current_time(timezone: str = "Asia/Shanghai") -> str:
         timezone: IANA timezone name, e.g. Asia/Shanghai, Europe/London, America/New_York.
     """
     if not isinstance(timezone, str):
-        raise TypeError(f"timezone must be a string, got {type(timezone).__name__}")
+        raise TypeError(t(f"timezone must be a string, got {type(timezone).__name__}",
+                          f"timezone 必须是字符串，收到的是 {type(timezone).__name__}"))
     tzinfo, label = _zone(timezone)
     current = now()
     if current.tzinfo is None:
@@ -177,7 +184,7 @@ class CalculatorError(ValueError):
 
 
 def _refuse(what: str) -> CalculatorError:
-    return CalculatorError(f"{what}. Use only {ALLOWED}.")
+    return CalculatorError(t(f"{what}. Use only {ALLOWED}.", f"{what}。只能使用数字、+ - * / // % ** 和括号。"))
 
 
 _BINARY: dict[type, Callable[[float, float], float]] = {
@@ -193,23 +200,23 @@ _UNARY: dict[type, Callable[[float], float]] = {ast.UAdd: lambda a: +a, ast.USub
 
 _SYMBOLS = {ast.BitXor: "^", ast.BitAnd: "&", ast.BitOr: "|", ast.LShift: "<<", ast.RShift: ">>",
             ast.MatMult: "@", ast.Invert: "~", ast.Not: "not"}
-_NOT_ALLOWED = {
-    ast.Call: "function calls are not allowed",
-    ast.Subscript: "subscripts (indexing) are not allowed",
-    ast.Lambda: "lambda functions are not allowed",
-    ast.ListComp: "comprehensions are not allowed",
-    ast.SetComp: "comprehensions are not allowed",
-    ast.DictComp: "comprehensions are not allowed",
-    ast.GeneratorExp: "comprehensions are not allowed",
-    ast.Compare: "comparisons are not allowed",
-    ast.BoolOp: "'and' and 'or' are not allowed",
-    ast.IfExp: "conditional expressions are not allowed",
-    ast.NamedExpr: "assignments are not allowed",
-    ast.JoinedStr: "strings are not allowed",
-    ast.Tuple: "tuples are not allowed (write 1024, not 1,024)",
-    ast.List: "lists are not allowed",
-    ast.Set: "sets are not allowed",
-    ast.Dict: "dicts are not allowed",
+_NOT_ALLOWED = {  # (English, Chinese)
+    ast.Call: ("function calls are not allowed", "不允许调用函数"),
+    ast.Subscript: ("subscripts (indexing) are not allowed", "不允许下标（索引）"),
+    ast.Lambda: ("lambda functions are not allowed", "不允许 lambda 函数"),
+    ast.ListComp: ("comprehensions are not allowed", "不允许推导式"),
+    ast.SetComp: ("comprehensions are not allowed", "不允许推导式"),
+    ast.DictComp: ("comprehensions are not allowed", "不允许推导式"),
+    ast.GeneratorExp: ("comprehensions are not allowed", "不允许推导式"),
+    ast.Compare: ("comparisons are not allowed", "不允许比较"),
+    ast.BoolOp: ("'and' and 'or' are not allowed", "不允许 'and' 和 'or'"),
+    ast.IfExp: ("conditional expressions are not allowed", "不允许条件表达式"),
+    ast.NamedExpr: ("assignments are not allowed", "不允许赋值"),
+    ast.JoinedStr: ("strings are not allowed", "不允许字符串"),
+    ast.Tuple: ("tuples are not allowed (write 1024, not 1,024)", "不允许元组（请写 1024，不要写 1,024）"),
+    ast.List: ("lists are not allowed", "不允许列表"),
+    ast.Set: ("sets are not allowed", "不允许集合"),
+    ast.Dict: ("dicts are not allowed", "不允许字典"),
 }
 
 # What people and models type for arithmetic, mapped to Python's spelling.
@@ -224,37 +231,44 @@ def _refusal(node: ast.AST) -> str | None:
         value = node.value
         if isinstance(value, (int, float)) and not isinstance(value, bool):
             return None
-        kind = {str: "strings", bytes: "strings", bool: "booleans", complex: "complex numbers"}.get(type(value))
-        return f"{kind} are not allowed: {value!r}" if kind else f"{value!r} is not allowed"
+        kind = {str: ("strings", "字符串"), bytes: ("strings", "字符串"), bool: ("booleans", "布尔值"),
+                complex: ("complex numbers", "复数")}.get(type(value))
+        return (t(f"{kind[0]} are not allowed: {value!r}", f"不允许{kind[1]}：{value!r}") if kind
+                else t(f"{value!r} is not allowed", f"不允许 {value!r}"))
     if isinstance(node, ast.Name):
-        return f"names are not allowed: {node.id!r}"
+        return t(f"names are not allowed: {node.id!r}", f"不允许名字：{node.id!r}")
     if isinstance(node, ast.Attribute):
-        return f"attribute access is not allowed: '.{node.attr}'"
+        return t(f"attribute access is not allowed: '.{node.attr}'", f"不允许访问属性：'.{node.attr}'")
     if type(node) in _SYMBOLS:
-        return f"the operator {_SYMBOLS[type(node)]!r} is not allowed"
-    return _NOT_ALLOWED.get(type(node), f"{type(node).__name__} expressions are not allowed")
+        return t(f"the operator {_SYMBOLS[type(node)]!r} is not allowed", f"不允许运算符 {_SYMBOLS[type(node)]!r}")
+    name = type(node).__name__
+    return t(*_NOT_ALLOWED.get(type(node), (f"{name} expressions are not allowed", f"不允许 {name} 表达式")))
 
 
 def _parse(expression: object) -> ast.Expression:
     """The syntax tree of an arithmetic expression, every node checked, or CalculatorError."""
     if not isinstance(expression, str):
-        raise CalculatorError(f"the expression must be a string, got {type(expression).__name__}")
+        raise CalculatorError(t(f"the expression must be a string, got {type(expression).__name__}",
+                                f"表达式必须是字符串，收到的是 {type(expression).__name__}"))
     if len(expression) > MAX_LENGTH:
-        raise CalculatorError(f"the expression is {len(expression):,} characters long; the limit is {MAX_LENGTH}")
+        raise CalculatorError(t(f"the expression is {len(expression):,} characters long; the limit is {MAX_LENGTH}",
+                                f"表达式长 {len(expression):,} 个字符，上限是 {MAX_LENGTH}"))
     text = expression.translate(_TRANSLATE).strip()
     if not text:
-        raise CalculatorError("the expression is empty; give one such as (1024 + 768) * 2")
+        raise CalculatorError(t("the expression is empty; give one such as (1024 + 768) * 2",
+                                "表达式是空的；请给出一个，例如 (1024 + 768) * 2"))
     try:
         tree = ast.parse(text, mode="eval")
     except (SyntaxError, ValueError, RecursionError, MemoryError) as exc:
         detail = getattr(exc, "msg", None) or type(exc).__name__
-        raise _refuse(f"not a valid arithmetic expression ({detail})") from None
+        raise _refuse(t(f"not a valid arithmetic expression ({detail})", f"不是有效的算术表达式（{detail}）")) from None
     # Walk the tree iteratively (a deep tree must not overflow the stack of the check itself).
     stack = [(tree, 0)]
     while stack:
         node, depth = stack.pop()
         if depth > MAX_DEPTH:
-            raise CalculatorError(f"the expression is nested more than {MAX_DEPTH} levels deep")
+            raise CalculatorError(t(f"the expression is nested more than {MAX_DEPTH} levels deep",
+                                    f"表达式嵌套超过 {MAX_DEPTH} 层"))
         reason = _refusal(node)
         if reason:
             raise _refuse(reason)
@@ -264,7 +278,8 @@ def _parse(expression: object) -> ast.Expression:
 
 def _brief(number: int) -> str:
     digits = str(number)
-    return digits if len(digits) <= 30 else f"(a {len(digits.lstrip('-')):,}-digit number)"
+    size = f"{len(digits.lstrip('-')):,}"
+    return digits if len(digits) <= 30 else t(f"(a {size}-digit number)", f"（一个 {size} 位数）")
 
 
 def _check_power(base: float, exponent: float) -> None:
@@ -277,20 +292,23 @@ def _check_power(base: float, exponent: float) -> None:
     bits = exponent * math.log2(abs(base)) if exponent <= _MAX_BITS else math.inf
     if bits > _MAX_BITS:
         try:
-            about = f"about {exponent * math.log10(abs(base)):,.0f}"
+            about = f"{exponent * math.log10(abs(base)):,.0f}"
         except OverflowError:  # the exponent itself is too big for a float
-            about = "an astronomical number of"
-        raise CalculatorError(f"{_brief(base)} ** {_brief(exponent)} would have {about} digits; "
-                              f"the limit is {MAX_DIGITS:,}")
+            about = None
+        raise CalculatorError(t(f"{_brief(base)} ** {_brief(exponent)} would have "
+                                f"{f'about {about}' if about else 'an astronomical number of'} digits; the limit is {MAX_DIGITS:,}",
+                                f"{_brief(base)} ** {_brief(exponent)} 的结果会有{f'大约 {about} 位' if about else '天文数字般多的位数'}；"
+                                f"上限是 {MAX_DIGITS:,} 位"))
 
 
 def _check_result(value: object) -> float:
     if isinstance(value, complex):
-        raise CalculatorError("the result is a complex number (e.g. a fractional power of a negative number)")
+        raise CalculatorError(t("the result is a complex number (e.g. a fractional power of a negative number)",
+                                "结果是复数（例如负数的分数次方）"))
     if isinstance(value, float) and not math.isfinite(value):
-        raise CalculatorError("the result is too large to represent")
+        raise CalculatorError(t("the result is too large to represent", "结果太大，无法表示"))
     if isinstance(value, int) and value.bit_length() > _MAX_BITS:
-        raise CalculatorError(f"the result has more than {MAX_DIGITS:,} digits")
+        raise CalculatorError(t(f"the result has more than {MAX_DIGITS:,} digits", f"结果超过 {MAX_DIGITS:,} 位"))
     return value  # type: ignore[return-value]
 
 
@@ -305,17 +323,18 @@ def _evaluate(node: ast.AST) -> float:
     assert isinstance(node, ast.BinOp)  # _parse allowed nothing else
     left, right = _evaluate(node.left), _evaluate(node.right)
     if isinstance(node.op, (ast.Div, ast.FloorDiv, ast.Mod)) and right == 0:
-        raise CalculatorError("division by zero")
+        raise CalculatorError(t("division by zero", "除数为零"))
     if isinstance(node.op, ast.Pow):
         if left == 0 and right < 0:
-            raise CalculatorError("0 cannot be raised to a negative power (that divides by zero)")
+            raise CalculatorError(t("0 cannot be raised to a negative power (that divides by zero)",
+                                    "0 不能取负数次方（那等于除以零）"))
         _check_power(left, right)
     try:
         return _check_result(_BINARY[type(node.op)](left, right))
     except OverflowError:
-        raise CalculatorError("the result is too large to represent") from None
+        raise CalculatorError(t("the result is too large to represent", "结果太大，无法表示")) from None
     except ZeroDivisionError:
-        raise CalculatorError("division by zero") from None
+        raise CalculatorError(t("division by zero", "除数为零")) from None
 
 
 def safe_eval(expression: str) -> int | float:

@@ -69,6 +69,22 @@ def test_unknown_city_through_the_registry_is_an_error_result():
     assert result["content"].startswith("Error: get_weather raised ValueError: unknown city 'Atlantis'")
 
 
+def test_under_chinese_the_errors_a_learner_reads_are_chinese(monkeypatch):
+    monkeypatch.setenv("MINIAGENT_LANG", "zh")
+    with pytest.raises(ValueError) as city:
+        get_weather("柏林")
+    assert str(city.value).startswith("没有城市 '柏林' 的天气数据。已知的城市：北京（Beijing）、上海（Shanghai）")
+    with pytest.raises(ValueError, match="未知的时区 'Tokyo'.*东京的时区是 Asia/Tokyo"):
+        get_current_time("Tokyo")
+    with pytest.raises(CalculatorError, match="^除数为零$"):
+        safe_eval("1 / 0")
+    with pytest.raises(CalculatorError, match="^不允许名字：'x'。只能使用数字"):
+        safe_eval("x + 1")
+    result = default_tools().run({"type": "tool_use", "id": "toolu_1", "name": "get_weather", "input": {"city": "柏林"}})
+    assert result["is_error"] is True and "没有城市 '柏林' 的天气数据" in result["content"]
+    assert get_weather("上海") == "上海：多云，22°C，东风 3 级"  # results are data: unchanged
+
+
 # --- clock -------------------------------------------------------------------------------
 
 FIXED = datetime(2026, 5, 9, 6, 23, 11, tzinfo=timezone.utc)

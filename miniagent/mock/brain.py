@@ -41,6 +41,7 @@ that say what the brain is about to do and why (thinking.py signs it).
 
 from __future__ import annotations
 
+import datetime as dt
 import difflib
 import json
 import re
@@ -50,7 +51,7 @@ from itertools import groupby
 from miniagent.messages import clean_text, text_block, text_of, tool_results
 from miniagent.mock import structured, thinking
 from miniagent.mock.reading import (
-    FACT_KEYS, LIST_FACTS, SUMMARISE, Ask, Pair, about_the_user, args_text, as_fact, asked_concepts,
+    CITIES, FACT_KEYS, LIST_FACTS, SUMMARISE, Ask, Pair, about_the_user, args_text, as_fact, asked_concepts,
     asked_facts, content_words, entries_of, episode, facts, fill_args, find_cities, is_delegate, is_lookup, is_question,
     kind, language, numbers, plan_fields, primary_concept, question_index, quoted, readable_schema, recalls_memory,
     schema_properties, states_fact, system_text, tasks, tool_concepts, tool_words, transcript, transfer_target,
@@ -80,6 +81,13 @@ SAY = {
         "got_name": "Nice to meet you, {v}! I'll know your name for as long as it stays in this conversation.",
         "got_likes": "Noted: you like {v}. I'll know it for as long as it stays in this conversation.",
         "time": "It is {r}.", "math": "{e} = {r}", "weather": "{c}: {r}", "other": "{n} returned: {r}",
+        "day": "{when} is {wd}, {d} {month} {y}.", "days": ("The day before yesterday", "Yesterday", "Today", "Tomorrow",
+                                                           "The day after tomorrow"),
+        "kept": "Noted: {f} (#{n}).", "thanks": "You're welcome! Ask me anything else, or give me tools to call.",
+        "need_city": "To call {tool} I need the city. Which city do you mean?",
+        "rain": "Rain is expected: take an umbrella.", "dry": "No rain expected: no umbrella needed.",
+        "cold": "It's cold: wear a warm coat.", "cool": "It's cool: take a jacket.", "mild": "It's not cold.",
+        "hot": "It's hot.", "warmer": "{c} is the warmer.",
         "found": "{n} found: {q}",
         "failed": '{call} failed: "{r}"',
         "failed_again": '{call} failed again after one correction: "{r}"',
@@ -116,6 +124,12 @@ SAY = {
         "got_name": "你好，{v}！只要这句话还在对话里，我就记得你的名字。",
         "got_likes": "记下了：你喜欢{v}。只要这句话还在对话里，我就记得。",
         "time": "现在是 {r}。", "math": "{e} = {r}", "weather": "{c}：{r}", "other": "{n} 返回：{r}",
+        "day": "{when}是{y}年{m}月{d}日，{wd}。", "days": ("前天", "昨天", "今天", "明天", "后天"),
+        "kept": "记下了：{f}（#{n}）。", "thanks": "不客气！还有别的问题尽管问。",
+        "need_city": "要调用 {tool}，我需要知道是哪个城市。你问的是哪个城市？",
+        "rain": "会下雨，记得带把伞。", "dry": "应该不会下雨，不用带伞。",
+        "cold": "很冷，出门穿厚点。", "cool": "有点凉，带件外套。", "mild": "不冷。", "hot": "挺热的。",
+        "warmer": "{c}更热。",
         "found": "{n} 找到：{q}",
         "failed": "{call} 失败：「{r}」",
         "failed_again": "{call} 修正一次后仍然失败：「{r}」",
@@ -204,7 +218,18 @@ def pick_tools(question: str, tools: list[dict]) -> list[Pick]:
             picks.append(Pick(i, [pos for pos, _ in shared], strong=False))
     if not picks and (me := about_the_user(question)) is not None:
         picks = [Pick(i, [me], strong=False) for i, t in enumerate(tools) if recalls_memory(t)][:1]
+    if not picks and (asks or _WH.search(question)) and not _SMALL_TALK.search(question) and not asked_facts(question):
+        # A question in the first person ("who do I tell if I'm sick", "我一年有几天年假"), or any question
+        # when a search of documents is all the agent has, is for the documents: it searches them.
+        finders = [i for i, t in enumerate(tools) if primary_concept(t) == "search" and not recalls_memory(t)]
+        if finders and (about_the_user(question) is not None or _WE.search(question) or len(tools) == 1):
+            picks = [Pick(finders[0], [0], strong=False)]
     return sorted(picks, key=lambda p: min(p.anchors))
+
+
+_WH = re.compile(r"\b(?:what|who|whom|where|when|which|how|why)\b", re.I)
+_WE = re.compile(r"\b(?:we|our|us)\b|我们|公司", re.I)
+_SMALL_TALK = re.compile(r"^\W*(?:hi|hello|hey|thanks|thank you|who are you|你好|您好|谢谢|你是谁)\W*$", re.I)
 
 
 # --- planning the calls ------------------------------------------------------------------------
@@ -299,6 +324,11 @@ def plan(question: str, tools: list[dict], choice: dict) -> tuple[list[dict], li
         if primary_concept(tools[pick.index]) == "remember" and mode == "auto":  # kept for later: on its own
             inputs = [{k: as_fact(v) if isinstance(v, str) and v in question else v for k, v in inp.items()}
                       for inp in inputs]
+        if recalls_memory(tools[pick.index]) and mode == "auto" and language(question) == "zh":
+            # memories are kept in the third person (用户叫小明), and Chinese is matched by its characters,
+            # not by words: 我叫什么 finds 用户叫 only as 用户叫什么
+            inputs = [{k: re.sub(r"我(?!们)", "用户", v) if isinstance(v, str) and v in question else v
+                       for k, v in inp.items()} for inp in inputs]
         calls += [_tool_use(name, inp) for inp in inputs]
     if mode == "auto" and calls:
         calls = [c for c in injected_calls(tools) if not any(_same(c, d) for d in calls)] + calls
@@ -433,6 +463,8 @@ def correction(pair: Pair, tool: dict, question: str) -> dict | None:
         named = [k for k, v in inp.items() if str(v) and re.search(rf"(?<!\w){re.escape(str(v))}(?!\w)", error, re.I)]
         key = (named or [k for k in inp if re.search(rf"\b{re.escape(k)}\b", error)] or list(inp)[-1:])[0]
         better = best_match(str(inp[key]), options)
+        if better is not None and _another_place(str(inp[key]), better):
+            return None  # Berlin is not a misspelt Beijing: the tool does not know it, and says so
         return None if better is None or better == inp[key] else {**inp, key: better}
     props = schema_properties(tool)
     lacking = [k for k in props if k not in inp and re.search(rf"\b{re.escape(k)}\b", error)]
@@ -446,6 +478,12 @@ def correction(pair: Pair, tool: dict, question: str) -> dict | None:
             return None
         inp[k] = found[0]
     return inp
+
+
+def _another_place(value: str, option: str) -> bool:
+    """Whether a value is a city of its own, not the option misspelt (Berlin and Beijing are two cities)."""
+    city = lambda name: next((en for zh, en, _ in CITIES if name.strip().lower() in (zh, en.lower())), None)
+    return city(value) is not None and city(value) != city(option)
 
 
 def _same(a: dict, b: dict) -> bool:
@@ -543,12 +581,66 @@ def result_line(pair: Pair, tool: dict, lang: str, again: bool, question: str = 
     props = schema_properties(tool)
     value_of = lambda k: next((str(v) for n, v in inp.items() if kind(n, props.get(n, {"type": "string"})) == k), None)
     if concept == "time":
-        return say["time"].format(r=r)
+        return time_line(question, r, lang)
     if concept == "math" and (e := value_of("expression")):
         return r if e in r else say["math"].format(e=e, r=r)
     if concept == "weather" and (c := value_of("city")):
-        return r if r.startswith(c) else say["weather"].format(c=c, r=r)
+        line = r if r.startswith(c) else say["weather"].format(c=c, r=r)
+        return line + advice(question, r, lang)
+    if concept == "remember" and (kept := re.search(r"#(\d+)", r)) and (fact := _first_text(inp)):
+        return say["kept"].format(f=fact.rstrip("。.!！ "), n=kept.group(1))
     return say["other"].format(n=name, r=r)
+
+
+# A clock's result as builtin_tools.get_current_time writes it: "2026-05-09 14:23:11 (Asia/Shanghai), Saturday"
+_CLOCK = re.compile(r"(\d{4})-(\d{2})-(\d{2})[ T]\d{2}:\d{2}(?::\d{2})?(?:\s*\([^)]*\))?(?:,\s*([A-Z][a-z]+day))?")
+_WEEKDAYS = ("Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday", "Sunday")
+_ZH_WEEKDAYS = ("星期一", "星期二", "星期三", "星期四", "星期五", "星期六", "星期日")
+_MONTHS = ("January", "February", "March", "April", "May", "June", "July", "August", "September", "October",
+           "November", "December")
+# Asking for the day rather than the time: 几号, 星期几, "what day", "the date"; and which day (明天, yesterday).
+ASKS_DAY = re.compile(r"\b(?:date|day|weekday|weekend|year|month|(?:mon|tues|wednes|thurs|fri|satur|sun)day)\b"
+                      r"|几号|日期|几月|星期|周几|礼拜|哪一?天|周末|今天是", re.I)
+ASKS_HOUR = re.compile(r"\btime\b|\bclock\b|几点|时间", re.I)
+_DAY_OFFSET = [(re.compile(r"\bday after tomorrow\b|后天"), 2), (re.compile(r"\bday before yesterday\b|前天"), -2),
+               (re.compile(r"\btomorrow\b|明天", re.I), 1), (re.compile(r"\byesterday\b|昨天", re.I), -1)]
+
+
+def time_line(question: str, result: str, lang: str) -> str:
+    """A clock's result said as the question asks: the day ("今天是2026年5月9日，星期六。", tomorrow's too)
+    when it asks for the date or the weekday, else the time, its weekday in the question's language."""
+    say = SAY[lang]
+    m = _CLOCK.search(result)
+    if m is None:
+        return say["time"].format(r=result)
+    if ASKS_DAY.search(question) and not ASKS_HOUR.search(question):
+        offset = next((n for rx, n in _DAY_OFFSET if rx.search(question)), 0)
+        day = dt.date(int(m.group(1)), int(m.group(2)), int(m.group(3))) + dt.timedelta(days=offset)
+        weekdays = _ZH_WEEKDAYS if lang == "zh" else _WEEKDAYS
+        return say["day"].format(when=say["days"][offset + 2], wd=weekdays[day.weekday()], y=day.year, m=day.month,
+                                 d=day.day, month=_MONTHS[day.month - 1])
+    if lang == "zh" and m.group(4) in _WEEKDAYS:
+        result = result[:m.start(4)].rstrip(", ") + "，" + _ZH_WEEKDAYS[_WEEKDAYS.index(m.group(4))] + result[m.end(4):]
+    return say["time"].format(r=result)
+
+
+_TEMPERATURE = re.compile(r"(-?\d+(?:\.\d+)?)\s*°\s*C")
+_WET = re.compile(r"雨|\b(?:rain\w*|showers?|thunder\w*|drizzle)\b", re.I)
+ASKS_RAIN = re.compile(r"雨|伞|\b(?:rain\w*|umbrella|wet|showers?)\b", re.I)
+ASKS_WARMTH = re.compile(r"冷|热|凉|暖|外套|羽绒服|穿|\b(?:cold|hot|warm|chilly|freezing|coat|jacket|shorts|wear)\b", re.I)
+
+
+def advice(question: str, result: str, lang: str) -> str:
+    """What a weather result means for the question, when it asks: an umbrella or not, a coat or not."""
+    say, said = SAY[lang], []
+    if ASKS_RAIN.search(question):
+        said.append(say["rain" if _WET.search(result) else "dry"])
+    if ASKS_WARMTH.search(question) and (m := _TEMPERATURE.search(result)) and not re.search(r"哪|\bwhich\b", question, re.I):
+        degrees = float(m.group(1))
+        said.append(say["cold" if degrees < 10 else "cool" if degrees < 18 else "mild" if degrees < 28 else "hot"])
+    if not said:
+        return ""
+    return ("。" if lang == "zh" else ". ") + ("" if lang == "zh" else " ").join(said)
 
 
 def retries(question: str, pairs: list[Pair], tools: list[dict], lang: str) -> tuple[list[dict], list[str]]:
@@ -860,6 +952,8 @@ def summary_of(question: str, body: dict, messages: list[dict], at: int, lang: s
 
 _GREETING = re.compile(r"^\W*(?:hi|hello|hey|good (?:morning|afternoon|evening)|greetings)\b"
                        r"|^\W*(?:你好|您好|嗨|哈喽|早上好|晚上好)", re.I)
+_THANKS = re.compile(r"^\W*(?:(?:ok(?:ay)?|great|cool)\W+)?(?:thanks|thank you|thx|cheers|ta)\b[^?]{0,30}$"
+                     r"|^\W*(?:好的|嗯|OK)?\W*(?:谢谢|多谢|感谢|谢啦|辛苦了)[^？?]{0,12}$", re.I)
 
 
 def plain_answer(question: str, known: dict[str, str], tools: list[dict], lang: str, surface: str = "") -> str:
@@ -872,6 +966,8 @@ def plain_answer(question: str, known: dict[str, str], tools: list[dict], lang: 
     if mine and not re.search(r"[?？]", question):
         fact = "name" if "name" in mine else "likes"
         return say["mark"] + say["got_" + fact].format(v=mine[fact])
+    if _THANKS.search(question):
+        return say["mark"] + say["thanks"]
     if _GREETING.search(question) and len(question) < 40:
         name = known.get("name")
         return say["mark"] + say["hello"].format(name=(f", {name}" if lang == "en" else f"，{name}") if name else "")
@@ -1005,7 +1101,8 @@ def decide(body: dict, messages: list[dict]) -> list[dict]:
             return _with_calls(describe(calls, tools, lang), calls, forced)
         if missing:
             tool, prop = missing[0]
-            return [text_block(SAY[lang]["mark"] + SAY[lang]["need"].format(tool=tool, field=prop))]
+            city = kind(prop, schema_properties(_tool_named(tools, tool)).get(prop) or {}) == "city"
+            return [text_block(SAY[lang]["mark"] + SAY[lang]["need_city" if city else "need"].format(tool=tool, field=prop))]
         if (handing := handoff(question, tools, choice, lang, handed is not None)) is not None:
             return handing
     said = plain_answer(question, known, tools, lang, body.get(SURFACE, ""))

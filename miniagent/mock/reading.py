@@ -28,7 +28,9 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any
 
+from miniagent import i18n
 from miniagent.messages import blocks, result_text, text_block, text_of, tool_results, tool_uses
+from miniagent.mock import spoken
 
 # --- the language ---------------------------------------------------------------------------
 
@@ -39,10 +41,12 @@ def language(text: str) -> str:
     """'zh' when the text is mostly Chinese, else 'en'.
 
     Counting (rather than "any Chinese character") keeps "What's the weather in 北京?"
-    an English question.
+    an English question. A text with no words at all ("144 ÷ 12") is in the learner's language.
     """
-    han = len(_HAN.findall(text))
-    return "zh" if han and han >= len(re.findall(r"[A-Za-z]+", text)) else "en"
+    han, words = len(_HAN.findall(text)), len(re.findall(r"[A-Za-z]+", text))
+    if not han and not words and text.strip():  # "144 ÷ 12": in no language, so in the learner's (MINIAGENT_LANG)
+        return i18n.language()
+    return "zh" if han and han >= words else "en"
 
 
 # --- the question and the tool calls made for it -----------------------------------------------
@@ -301,14 +305,10 @@ def timezone_of(city: str) -> str | None:
     return next((tz for zh, en, tz in CITIES if city.lower() in (zh, en.lower())), None)
 
 
-def expressions(text: str) -> list[tuple[int, str]]:
-    """(position, expression) for each arithmetic expression, its spacing kept as written.
-
-    Unbalanced brackets at either end are dropped ("(2 + 3" -> "2 + 3"), and a date
-    such as 2024-01-02 is not a subtraction.
-    """
+def _symbolic(text: str) -> list[tuple[int, int, str]]:
+    """(start, end, expression) of each expression written in symbols (in a `spoken.view` of the text)."""
     found = []
-    for m in re.finditer(r"[\d(][\d\s.+\-*/%()]*[\d)]", text):
+    for m in re.finditer(r"[\d(][\d\s.+\-*/%()^]*[\d)]", text):
         expr, start = m.group(), m.start()
         while expr.count(")") > expr.count("(") and expr.endswith(")"):
             expr = expr[:-1].rstrip()
@@ -316,9 +316,29 @@ def expressions(text: str) -> list[tuple[int, str]]:
             rest = expr[1:].lstrip()
             start, expr = start + len(expr) - len(rest), rest
         is_date = re.match(r"\d{4}-\d{1,2}-\d{1,2}(?![\d.])", expr)  # a date, perhaps with a time after it
-        if re.search(r"[\d)]\s*(?:\*\*|//|[-+*/%])\s*[-(]*\s*\d", expr) and not is_date:
-            found.append((start, expr))
+        if re.search(r"[\d)]\s*(?:\*\*|//|[-+*/%^])\s*[-(]*\s*\d", expr) and not is_date:
+            found.append((start, start + len(expr), expr))
     return found
+
+
+def expression_spans(text: str) -> list[tuple[int, int, str]]:
+    """(start, end, expression) of each arithmetic expression: written in symbols, or said in words.
+
+    The text is read as `spoken.view` gives it (full-width brackets and digits as ASCII, × ÷ as
+    * /), so "（1024 + 768）× 2" is "(1024 + 768) * 2". Words become symbols ("12 乘以 34" ->
+    "12 * 34", "15% of 80" -> "80 * 15 / 100", "100 华氏度是多少摄氏度" -> "(100 - 32) * 5 / 9"):
+    see spoken.py. An expression in symbols keeps its spacing as written; unbalanced brackets at
+    either end are dropped ("(2 + 3" -> "2 + 3"), and a date such as 2024-01-02 is not a subtraction.
+    """
+    seen = spoken.view(text)
+    said = spoken.spoken(seen)
+    written = [(a, b, e) for a, b, e in _symbolic(seen) if not any(s < b and a < t for s, t, _ in said)]
+    return sorted(written + said)
+
+
+def expressions(text: str) -> list[tuple[int, str]]:
+    """(position, expression) for each arithmetic expression (see `expression_spans`)."""
+    return [(a, e) for a, _, e in expression_spans(text)]
 
 
 def numbers(text: str) -> list[int | float]:
@@ -327,7 +347,7 @@ def numbers(text: str) -> list[int | float]:
     A minus sign counts only where it cannot be a hyphen: "-40" is negative, "ABC-1234" and
     "2026-05-09" hold no negative numbers.
     """
-    spans = [(p, p + len(e)) for p, e in expressions(text)]
+    spans = [(a, b) for a, b, _ in expression_spans(text)]
     every = [(m.start(), m.group()) for m in re.finditer(r"(?:(?<![\w.])-)?(?<![\w.])\d+(?:\.\d+)?|(?<![\w.-])-\d+(?:\.\d+)?", text)]
     outside = [(p, n) for p, n in every if not any(a <= p < b for a, b in spans)]
     return [float(n) if "." in n else int(n) for _, n in (outside or every)]
@@ -410,10 +430,15 @@ def as_fact(text: str) -> str:
 
 # A concept is a kind of request the brain recognises, with the words that signal it.
 CONCEPTS = {
-    "time": r"\b(?:time|clock|date|what day)\b|几点|时间|日期|星期几",
+    "time": r"\b(?:time|clock|date|what day|which day|day of the week|weekday|what year|which year|what month)\b"
+            r"|\bis (?:it|today|tomorrow) (?:a )?(?:(?:mon|tues|wednes|thurs|fri|satur|sun)day|weekend|weekday)\b"
+            r"|几点|时间|日期|(?:星期|周|礼拜)几|几月几|几号|(?:今天|明天|昨天)是?哪一?天|周末|今天(?:是)?(?:星期|周|礼拜)",
     "math": r"\b(?:calculat\w*|comput\w*|math\w*|arithmetic|expressions?|evaluate)\b|计算|算一下|算算|帮我算|算出|表达式",
-    "weather": r"\b(?:weather|forecasts?|temperatures?|rain\w*|snow\w*|sunny)\b|天气|气温|温度|下雨|下雪",
+    "weather": r"\b(?:weather|forecasts?|temperatures?|rain\w*|snow\w*|sunny|umbrella|cold|hot|warm|chilly|freezing"
+               r"|coat|jacket|shorts)\b|\b(?:like|is it) outside\b|天气|气温|温度|下雨|下雪|带(?:把)?伞|雨伞|打伞"
+               r"|(?:冷|热|凉快?|暖和?)(?:不(?:冷|热|凉|暖)|吗|嘛|么|吧|呢|啊|了)|[多更很好挺太](?:冷|热)|几度|多少度|外套|羽绒服",
     "search": r"\b(?:search\w*|look up)\b|搜索|搜一下|查找",
+    "fetch": r"\bfetch\w*\b|抓取|(?:获取|打开|读取|读一下|看一下)(?:这个|一下)?(?:网页|页面|链接)",
     "convert": r"\b(?:convert\w*|conversion)\b|转换|换算",
     "translate": r"\btranslat\w*|翻译",
     # long-term memory: keeping a fact, looking one up again, deleting one
@@ -481,9 +506,9 @@ def recalls_memory(tool: dict) -> bool:
 
 
 # A question about the user (their own name, likes, things): what a memory of earlier conversations holds.
-_ABOUT_ME = re.compile(r"\b(?:my|mine)\b|我的|我(?:最|很)?(?:喜欢|爱|叫|住)", re.I)
-_QUESTION = re.compile(r"[?？]|^\W*(?:what|who|where|when|which|how|do|does|did|is|are|was|were)\b"
-                       r"|什么|哪|谁|吗|几|多少|怎么", re.I)
+_ABOUT_ME = re.compile(r"\b(?:my|mine|am i|do i|did i|have i)\b|我(?!们)", re.I)
+_QUESTION = re.compile(r"[?？]|^\W*(?:what|who|where|when|which|how|do|does|did|is|are|was|were|can|may|should)\b"
+                       r"|什么|哪|谁|吗|几|多少|多[长久大远高重]|怎么|怎样|如何", re.I)
 
 
 def is_question(text: str) -> bool:
@@ -839,7 +864,7 @@ def values_for(name: str, prop: dict, ask: Ask, required: bool) -> list:
         zone = re.search(r"\b(?:[A-Z][a-z]+/[A-Za-z_]+|UTC)\b", q)
         if zone:
             return [zone.group()]
-        return [tz for c in ask.cities if (tz := timezone_of(c))][:1]
+        return list(dict.fromkeys(tz for c in ask.cities if (tz := timezone_of(c))))  # "伦敦和纽约": one call each
     if k == "number":
         labelled = labelled_number(name, ask)
         if labelled is not None:
@@ -1094,7 +1119,7 @@ def fill_args(tool: dict, ask: Ask) -> tuple[list[dict], str | None]:
                 continue
             return [], name
         base[name] = values[0]
-        if fan is None and len(values) > 1 and kind(name, prop) in ("city", "expression"):
+        if fan is None and len(values) > 1 and kind(name, prop) in ("city", "expression", "timezone"):
             fan = (name, values)
     if fan:
         return [{**base, fan[0]: v} for v in fan[1]], None
@@ -1105,7 +1130,7 @@ def fill_args(tool: dict, ask: Ask) -> tuple[list[dict], str | None]:
 
 _NAME = r"([A-Z][\w'-]*|[\u4e00-\u9fff]{1,4}(?![\u4e00-\u9fff]))"
 _ZH_NAME = r"(?!什么|谁)([\u4e00-\u9fffA-Za-z]{1,8}?)(?=[，。！？,.!?\s；;]|$)"
-_ZH_THING = r"(?!什么)([^，。！？,.!?\n；;]{1,20})"
+_ZH_THING = r"(?!什么|的)(?![^，。！？,.!?\n；;]*(?:什么|吗|哪))([^，。！？,.!?\n；;]{1,20})"  # not a question's
 # A noted fact: a bulleted `key: value` line, as a list of facts in the user's message writes it
 # ("- name: Ada"; miniagent.memory.StructuredMemory's block). The value runs to the end of the line.
 _NOTED = r"(?m)^[ \t]*[-*•][ \t]*{key}[ \t]*[:：][ \t]*"
