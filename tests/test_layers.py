@@ -61,8 +61,9 @@ HOOKS = {
     ("workload", "memory"): {"StructuredMemory"},  # 09 compares its structured memory on 04's workload
 }
 
-# What the mock takes from the package: the wire format it shares with the client
-MOCK_USES = {"messages": None, "tokens": None, "streaming": {"encode_event"}}  # None: any name
+# What the mock takes from the package: the wire format it shares with the client, and the learner's
+# language (i18n.language: a question with no words in it, "144 ÷ 12", is answered in it)
+MOCK_USES = {"messages": None, "tokens": None, "streaming": {"encode_event"}, "i18n": {"language"}}  # None: any name
 OUTSIDE_THE_LAYERS = ("mock", "exercises")  # the mock and the checks' own machinery (exercises._core)
 
 
