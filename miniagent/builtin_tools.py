@@ -153,6 +153,9 @@ def _zone(name: str) -> tuple[dt_timezone | ZoneInfo, str]:
         + (f"{city.zh}的时区是 {city.tz}。" if city else "")))
 
 
+WEEKDAYS = ("Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday", "Sunday")  # not %A: no locale
+
+
 @tool
 def get_current_time(timezone: str = "Asia/Shanghai") -> str:
     """Get the current date and time, optionally in a given IANA timezone.
@@ -167,7 +170,8 @@ def get_current_time(timezone: str = "Asia/Shanghai") -> str:
     current = now()
     if current.tzinfo is None:
         current = current.replace(tzinfo=dt_timezone.utc)
-    return f"{current.astimezone(tzinfo):%Y-%m-%d %H:%M:%S} ({label})"
+    local = current.astimezone(tzinfo)  # the weekday too, in English whatever the locale: the result is data
+    return f"{local:%Y-%m-%d %H:%M:%S} ({label}), {WEEKDAYS[local.weekday()]}"
 
 
 # --- calculator ----------------------------------------------------------------------------

@@ -230,7 +230,7 @@ def test_verbose_prints_round_by_round(llm, capsys):
     assert round1.count("tool call:") == 4 and round1.count("  result:") == 4
     assert round1.index("get_current_time({})") < round1.index('calculate({"expression": "(1024 + 768) * 2"})') \
         < round1.index('get_weather({"city": "北京"})') < round1.index('get_weather({"city": "上海"})')
-    assert "  result: 2026-05-09 14:23:11 (Asia/Shanghai)" in round1 and "  result: 3584" in round1
+    assert "  result: 2026-05-09 14:23:11 (Asia/Shanghai), Saturday" in round1 and "  result: 3584" in round1
     assert "tool call:" not in rest and "Final answer:" in rest and "3584" in rest.split("Final answer:")[1]
 
 

@@ -98,11 +98,11 @@ def fixed_clock(monkeypatch):
 @pytest.mark.parametrize(
     "zone, text",
     [
-        ("Asia/Shanghai", "2026-05-09 14:23:11 (Asia/Shanghai)"),
-        ("Europe/London", "2026-05-09 07:23:11 (Europe/London)"),  # British Summer Time
-        ("America/New_York", "2026-05-09 02:23:11 (America/New_York)"),
-        ("UTC", "2026-05-09 06:23:11 (UTC)"),
-        (" asia/tokyo ", "2026-05-09 15:23:11 (Asia/Tokyo)"),
+        ("Asia/Shanghai", "2026-05-09 14:23:11 (Asia/Shanghai), Saturday"),
+        ("Europe/London", "2026-05-09 07:23:11 (Europe/London), Saturday"),  # British Summer Time
+        ("America/New_York", "2026-05-09 02:23:11 (America/New_York), Saturday"),
+        ("UTC", "2026-05-09 06:23:11 (UTC), Saturday"),
+        (" asia/tokyo ", "2026-05-09 15:23:11 (Asia/Tokyo), Saturday"),
     ],
 )
 def test_time_with_injected_clock(fixed_clock, zone, text):
@@ -110,18 +110,20 @@ def test_time_with_injected_clock(fixed_clock, zone, text):
 
 
 def test_time_default_zone_is_shanghai(fixed_clock):
-    assert get_current_time() == "2026-05-09 14:23:11 (Asia/Shanghai)"
+    assert get_current_time() == "2026-05-09 14:23:11 (Asia/Shanghai), Saturday"
 
 
 def test_naive_clock_is_taken_as_utc(monkeypatch):
     monkeypatch.setattr(builtin_tools, "now", lambda: datetime(2026, 5, 9, 6, 23, 11))
-    assert get_current_time("UTC") == "2026-05-09 06:23:11 (UTC)"
+    assert get_current_time("UTC") == "2026-05-09 06:23:11 (UTC), Saturday"
 
 
 def test_real_clock_has_the_format():
     text = get_current_time("UTC")
-    parsed = datetime.strptime(text, "%Y-%m-%d %H:%M:%S (UTC)").replace(tzinfo=timezone.utc)
+    stamp, weekday = text.split(" (UTC), ")
+    parsed = datetime.strptime(stamp, "%Y-%m-%d %H:%M:%S").replace(tzinfo=timezone.utc)
     assert abs((parsed - datetime.now(timezone.utc)).total_seconds()) < 5
+    assert weekday == builtin_tools.WEEKDAYS[parsed.weekday()]
 
 
 @pytest.mark.parametrize("zone", ["Mars/Base", "", "Asia", "../etc/passwd", "x" * 400])
@@ -359,5 +361,5 @@ def test_the_demo_question_in_parallel(fixed_clock):
     ]
     results = default_tools().run_all(uses)
     assert [r["content"] for r in results] == [
-        "2026-05-09 14:23:11 (Asia/Shanghai)", "3584", "北京：晴，25°C，微风", "上海：多云，22°C，东风 3 级",
+        "2026-05-09 14:23:11 (Asia/Shanghai), Saturday", "3584", "北京：晴，25°C，微风", "上海：多云，22°C，东风 3 级",
     ]

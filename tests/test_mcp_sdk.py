@@ -164,8 +164,8 @@ def test_clock_and_tools_options_and_the_legacy_era_of_our_server():
     version, names, shanghai, london, hidden, schemas = run(main())
     assert version == "2025-11-25"  # mode="legacy": the initialize handshake, which the SDK server also speaks
     assert names == ["get_current_time", "calculate"]
-    assert text_of(shanghai) == "2026-05-09 14:23:11 (Asia/Shanghai)"
-    assert text_of(london) == "2026-05-09 07:23:11 (Europe/London)"  # BST, UTC+1
+    assert text_of(shanghai) == "2026-05-09 14:23:11 (Asia/Shanghai), Saturday"
+    assert text_of(london) == "2026-05-09 07:23:11 (Europe/London), Saturday"  # BST, UTC+1
     assert hidden.value.code == -32602  # not offered by this server
     # Equal as JSON, though on this era the SDK writes "type" after "properties" and "required".
     assert schemas == {"get_current_time": builtin_tools.get_current_time.input_schema,
@@ -285,7 +285,7 @@ def test_our_client_and_the_sdk_client_see_the_same_tools_and_results(server):
     if server != "legacy test server":  # the SDK's server and ours agree with each other too
         assert (ours_listed, ours_results) == with_our_client(SERVERS["our server"])[1:]
         assert ours_results[0] == (builtin_tools.get_weather("北京"), False)
-        assert ours_results[2] == ("2026-05-09 07:23:11 (Europe/London)", False)
+        assert ours_results[2] == ("2026-05-09 07:23:11 (Europe/London), Saturday", False)
         assert ours_results[3][1] is True and ours_results[4][1] is True  # a refusal, bad arguments
 
 

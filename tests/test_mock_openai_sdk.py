@@ -25,7 +25,7 @@ HELLO = [{"role": "user", "content": "Hello"}]
 DEMO = "现在几点了？顺便帮我算一下 (1024 + 768) * 2，再告诉我北京和上海的天气。"
 TOOLS = [{"type": "function", "function": {"name": t["name"], "description": t["description"],
                                            "parameters": t["input_schema"]}} for t in default_tools().schemas()]
-RESULTS = {"get_current_time": "2026-05-09 14:23:11 (Asia/Shanghai)", "calculate": "3584"}
+RESULTS = {"get_current_time": "2026-05-09 14:23:11 (Asia/Shanghai), Saturday", "calculate": "3584"}
 CONTROL = {"authorization": f"Bearer {KEY}"}
 
 

@@ -55,7 +55,7 @@ def test_text_form_is_the_transcript(chat):
     lines = text.splitlines()
     assert lines[0].startswith("ChatView · 1 question(s) · tokens: ")
     assert lines[1] == f"you: {DEMO}"
-    assert lines[2:6] == ["  tool get_current_time({}) -> 2026-05-09 14:23:11 (Asia/Shanghai)",
+    assert lines[2:6] == ["  tool get_current_time({}) -> 2026-05-09 14:23:11 (Asia/Shanghai), Saturday",
                           '  tool calculate({"expression": "(1024 + 768) * 2"}) -> 3584',
                           '  tool get_weather({"city": "北京"}) -> 北京：晴，25°C，微风',
                           '  tool get_weather({"city": "上海"}) -> 上海：多云，22°C，东风 3 级']
