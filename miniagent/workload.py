@@ -60,11 +60,11 @@ if language() == "zh":
     NAME = "小明"
     PREFERENCE = "用公制单位的回答"
     LAST_QUESTION = "我叫什么名字？我喜欢什么？"
-    ASKED = {"task": "我在写一份在生产环境里运行 LLM 智能体的简明指南。帮我搜索一下上下文窗口。",
+    ASKED = {"task": "我在写一份在生产环境里运行 LLM Agent 的简明指南。帮我搜索一下上下文窗口。",
              "name": "顺便说一下，我叫{name}。", "preference": "另外：我喜欢{preference}。",
              "search": "帮我搜索一下{topic}。", "fetch": '帮我抓取 "{url}" 这个网页。', "weather": "{city}天气怎么样？",
              "calculate": "算一下 {a} * {b}。"}
-    _TOPIC_NAMES = ["上下文窗口", "提示缓存", "工具调用", "智能体记忆", "限流", "token 计价", "流式输出", "重试", "评测"]
+    _TOPIC_NAMES = ["上下文窗口", "提示缓存", "工具调用", "Agent 记忆", "限流", "token 计价", "流式输出", "重试", "评测"]
     _CITY_NAMES = ["北京", "上海", "伦敦", "巴黎", "东京"]
 else:
     _TOPIC_NAMES, _CITY_NAMES = TOPICS, CITIES

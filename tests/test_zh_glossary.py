@@ -38,10 +38,18 @@ COMMENT = re.compile(r"<!--.*?-->", re.S)
 LINK_TARGET = re.compile(r"\]\([^)]*\)")
 
 
+# A code cell's translated literals (`<!-- code:cell-07 -->`, one `"English" → "中文"` a line): the
+# English side is the English notebook's code, so only the Chinese side is checked.
+LITERALS = re.compile(r"^<!-- code:[^>]*-->\n(?:(?!<!-- ).*(?:\n|$))*", re.M)
+ENGLISH_SIDE = re.compile(r"^.*? → ", re.M)
+
+
 def prose(markdown: str) -> str:
-    """The Markdown with code blocks, inline code, comments and link targets blanked (line numbers kept)."""
+    """The Markdown with code blocks, inline code, comments, link targets and the English side of
+    translated literals blanked (line numbers kept)."""
     def blank(match: re.Match) -> str:
         return re.sub(r"[^\n]", " ", match.group(0))
+    markdown = LITERALS.sub(lambda m: ENGLISH_SIDE.sub(blank, m.group(0)), markdown)
     for pattern in (COMMENT, FENCE, INLINE, LINK_TARGET):
         markdown = pattern.sub(blank, markdown)
     return markdown
@@ -149,3 +157,8 @@ def test_the_chinese_edition_tells_the_learner_to_open_the_chinese_edition():
     for line in (ROOT / "README.zh-CN.md").read_text(encoding="utf-8").splitlines():
         english = set(LAB.findall(line)) - CHINESE_LABS
         assert not english or "英文版" in line, f"README.zh-CN.md: make {english} opens the English edition: {line}"
+
+
+def test_a_translated_literal_is_checked_on_its_chinese_side_only():
+    markdown = '<!-- en:0123456789ab -->\n正文\n\n<!-- code:cell-03 -->\n"What is an agent?" → "什么是智能体？"\n'
+    assert hits(markdown, ["agent", "智能体"]) == [(5, "智能体")]
