@@ -32,6 +32,7 @@ from miniagent.loop import LoopResult, TextCallback, ToolUseCallback, needs_stre
 from miniagent.messages import user
 from miniagent.tools import ToolRegistry
 from miniagent.events import CACHED, Event, Trace
+from miniagent.i18n import say
 
 DEFAULT_SYSTEM = ("You are a helpful assistant. When a tool can answer part of the question, call it; "
                   "call independent tools together. Answer in the language of the question.")
@@ -230,6 +231,7 @@ class RoundPrinter:
     `streamed=True`: the model's text is written as it arrives (`text(delta)`, through
     `write_fn`, after a "model: " label), in its round, and not again at the end; the
     answer is then the last text printed, so there is no "Final answer:" block.
+    What it prints follows MINIAGENT_LANG (i18n.say): `--- 第 1 轮 ---`, `调用工具`, `最终答案` in Chinese.
     """
 
     def __init__(self, print_fn: Callable[[str], None] = print, *, streamed: bool = False,
@@ -245,7 +247,7 @@ class RoundPrinter:
     def text(self, delta: str) -> None:
         """A piece of the model's text, written at once (streamed runs)."""
         if not self._labelled:
-            self.write("model: ")
+            self.write(say("model_says"))
             self._labelled = True
         self.write(delta)
         self._line_open = not delta.endswith("\n")
@@ -262,11 +264,11 @@ class RoundPrinter:
         if kind == "request":
             self._flush()
             self._labelled = False
-            self.print(f"\n--- round {event['iteration']} ---")
+            self.print(say("round", n=event["iteration"]))
         elif kind == "response" and event.get("stop_reason") == "tool_use" and not self.streamed:
             text = "".join(b.get("text", "") for b in event.get("content") or [] if b.get("type") == "text")
             if text.strip():
-                self.print(f"model: {_preview(text)}")
+                self.print(say("model_says") + _preview(text))
         elif kind == "tool_call":
             self.calls.append(event)
         elif kind == "tool_result":
@@ -276,11 +278,11 @@ class RoundPrinter:
 
     def _flush(self) -> None:
         for call in self.calls:
-            self.print(f"tool call: {call['name']}({json.dumps(call.get('input', {}), ensure_ascii=False)})")
+            self.print(say("tool_call", call=f"{call['name']}({json.dumps(call.get('input', {}), ensure_ascii=False)})"))
             result = self.results.get(call["id"])
             if result is not None:
-                label = "error" if result.get("is_error") else "result"
-                self.print(f"  {label}: {_preview(result.get('content', ''))}")
+                key = "tool_error" if result.get("is_error") else "tool_result"
+                self.print(say(key, text=_preview(result.get("content", ""))))
         self.calls, self.results = [], {}
 
     def finish(self, result: LoopResult) -> None:
@@ -288,8 +290,8 @@ class RoundPrinter:
         self._flush()
         if result.ok:
             if not self.streamed:  # streamed, the answer is already on screen, in its round
-                self.print(f"Final answer:\n{result.text}")
+                self.print(say("final_answer", text=result.text))
         else:
-            self.print(f"Stopped ({result.stop}): {result.reason}")
+            self.print(say("stopped", stop=result.stop, reason=result.reason))
             if result.text and not self.streamed:
-                self.print(f"Last text from the model:\n{result.text}")
+                self.print(say("last_text", text=result.text))

@@ -24,6 +24,15 @@ MESSAGES = {
     "not_yet": {"en": "exercise {n}: not yet: {hint}", "zh": "练习 {n}：还没好：{hint}"},
     "wrong_kind": {"en": "exercise {n}: that's not the right kind of answer: {hint}",
                    "zh": "练习 {n}：答案的类型不对：{hint}"},
+    # the verbose printer (agent.RoundPrinter), as the article prints a run: --- 第 1 轮 ---, 调用工具, 最终答案
+    "round": {"en": "\n--- round {n} ---", "zh": "\n--- 第 {n} 轮 ---"},
+    "model_says": {"en": "model: ", "zh": "模型："},
+    "tool_call": {"en": "tool call: {call}", "zh": "调用工具：{call}"},
+    "tool_result": {"en": "  result: {text}", "zh": "  结果：{text}"},
+    "tool_error": {"en": "  error: {text}", "zh": "  出错：{text}"},
+    "final_answer": {"en": "Final answer:\n{text}", "zh": "最终答案：\n{text}"},
+    "stopped": {"en": "Stopped ({stop}): {reason}", "zh": "已停止（{stop}）：{reason}"},
+    "last_text": {"en": "Last text from the model:\n{text}", "zh": "模型最后写的内容：\n{text}"},
 }
 
 

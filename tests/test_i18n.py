@@ -84,3 +84,30 @@ def test_the_command_line_speaks_the_learners_language(monkeypatch, capsys):
     with pytest.raises(SystemExit):
         main(["--help"])
     assert capsys.readouterr().out.startswith("usage: python -m miniagent")
+
+
+def _printed(monkeypatch, language: str, question: str) -> list[str]:
+    import miniagent
+    from miniagent.agent import RoundPrinter
+    from miniagent.builtin_tools import default_tools
+
+    monkeypatch.setenv("MINIAGENT_LANG", language)
+    lines: list[str] = []
+    agent = miniagent.Agent(miniagent.connect(offline=True, quiet=True), default_tools())
+    printer = RoundPrinter(lines.append)
+    printer.finish(agent.run(question, on_step=printer))
+    return lines
+
+
+def test_the_verbose_printer_speaks_chinese_as_the_article_prints_a_run(monkeypatch):
+    lines = _printed(monkeypatch, "zh", "北京天气怎么样？")
+    assert lines[0] == "\n--- 第 1 轮 ---" and lines[1].startswith("模型：")
+    assert lines[2] == '调用工具：get_weather({"city": "北京"})' and lines[3].startswith("  结果：北京：")
+    assert lines[4] == "\n--- 第 2 轮 ---" and lines[5].startswith("最终答案：\n")
+
+
+def test_the_verbose_printer_is_unchanged_in_english(monkeypatch):
+    lines = _printed(monkeypatch, "en", "What's the weather in Paris?")
+    assert lines[0] == "\n--- round 1 ---" and lines[1].startswith("model: ")
+    assert lines[2] == 'tool call: get_weather({"city": "Paris"})' and lines[3].startswith("  result: Paris")
+    assert lines[4] == "\n--- round 2 ---" and lines[5].startswith("Final answer:\n")
