@@ -32,6 +32,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Callable, Iterator
 
+from miniagent.i18n import say
 from miniagent.messages import SURROGATE, safe_str
 
 Event = dict[str, Any]
@@ -162,7 +163,7 @@ class Trace:
 
     def table(self, width: int = 70) -> str:
         """The events as a plain-text table, one line each (see `rows`)."""
-        lines = [f"{'#':>3}  {'elapsed':>9}  {'type':<11}  what"]
+        lines = [say("trace_head")]  # f"{'#':>3}  {'elapsed':>9}  {'type':<11}  what", in the learner's language
         lines += [f"{n:>3}  {elapsed:>7.3f} s  {kind:<11}  {what}" for n, elapsed, kind, what in self.rows(width)]
         return "\n".join(lines)
 
@@ -284,7 +285,7 @@ def describe(event: Event) -> str:
     if kind == "question":
         return event.get("text", "")
     if kind == "request":
-        return f"round {event.get('iteration')}: {event.get('sent')} of {event.get('messages')} messages sent"
+        return say("trace_request", n=event.get("iteration"), sent=event.get("sent"), messages=event.get("messages"))
     if kind == "response":
         content = event.get("content")
         content = [b for b in content if isinstance(b, dict)] if isinstance(content, list) else []
@@ -295,14 +296,15 @@ def describe(event: Event) -> str:
     if kind == "tool_call":
         return f"{event.get('name')}({_args(event.get('input', {}))})"
     if kind == "tool_result":
-        flag = "error " if event.get("is_error") else ""
+        flag = say("trace_error") if event.get("is_error") else ""
         content = event.get("content")
         text = content if isinstance(content, str) else _args(content)
         return f"{event.get('name')} -> {flag}{text}"
     if kind == "usage":
         read = event.get("cache_read_input_tokens", 0)
-        cached = f" ({read:,} from the cache)" if isinstance(read, int) and read else ""
-        return f"{event.get('input_tokens', 0):,} in{cached}, {event.get('output_tokens', 0):,} out"
+        cached = say("trace_cached", read=f"{read:,}") if isinstance(read, int) and read else ""
+        return say("trace_usage", input=f"{event.get('input_tokens', 0):,}", cached=cached,
+                   output=f"{event.get('output_tokens', 0):,}")
     if kind == "error":
         return str(event.get("error", ""))
     if kind == "stop":

@@ -33,6 +33,12 @@ MESSAGES = {
     "final_answer": {"en": "Final answer:\n{text}", "zh": "最终答案：\n{text}"},
     "stopped": {"en": "Stopped ({stop}): {reason}", "zh": "已停止（{stop}）：{reason}"},
     "last_text": {"en": "Last text from the model:\n{text}", "zh": "模型最后写的内容：\n{text}"},
+    # a trace's table (events.Trace.table) and its one-line descriptions (events.describe), padded for CJK
+    "trace_head": {"en": "  #    elapsed  type         what", "zh": "  #       耗时  类型         内容"},
+    "trace_request": {"en": "round {n}: {sent} of {messages} messages sent", "zh": "第 {n} 轮：{messages} 条消息发出了 {sent} 条"},
+    "trace_usage": {"en": "{input} in{cached}, {output} out", "zh": "输入 {input}{cached}，输出 {output}"},
+    "trace_cached": {"en": " ({read} from the cache)", "zh": "（其中 {read} 来自缓存）"},
+    "trace_error": {"en": "error ", "zh": "出错 "},
 }
 
 

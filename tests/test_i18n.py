@@ -111,3 +111,23 @@ def test_the_verbose_printer_is_unchanged_in_english(monkeypatch):
     assert lines[0] == "\n--- round 1 ---" and lines[1].startswith("model: ")
     assert lines[2] == 'tool call: get_weather({"city": "Paris"})' and lines[3].startswith("  result: Paris")
     assert lines[4] == "\n--- round 2 ---" and lines[5].startswith("Final answer:\n")
+
+
+def test_a_trace_table_reads_in_chinese_with_its_columns_aligned(monkeypatch):
+    import unicodedata
+
+    import miniagent
+    from miniagent.builtin_tools import default_tools
+
+    def width(text: str) -> int:
+        return sum(2 if unicodedata.east_asian_width(c) in "WF" else 1 for c in text)
+
+    monkeypatch.setenv("MINIAGENT_LANG", "zh")
+    agent = miniagent.Agent(miniagent.connect(offline=True, quiet=True), default_tools())
+    agent.run("北京天气怎么样？")
+    lines = agent.trace.table().splitlines()
+    assert lines[0].split() == ["#", "耗时", "类型", "内容"] and "第 1 轮：1 条消息发出了 1 条" in lines[2]
+    assert width(lines[0].split("内容")[0]) == lines[1].index("北京")  # 内容 stands over the text it heads
+    assert any("输入 " in line and "，输出 " in line for line in lines)
+    monkeypatch.setenv("MINIAGENT_LANG", "en")
+    assert agent.trace.table().splitlines()[0] == "  #    elapsed  type         what"
