@@ -66,9 +66,11 @@ def outputs_text(path: Path) -> list[str]:
 # A value a notebook prints in two cells (a measurement, then the checklist that quotes it).
 # scripts/nbtools.py saves one run's outputs, so these agree; before it did, the page showed
 # 2.9 ms beside 3.9 ms, and 0.41 s beside 0.42 s.
+# Each pattern has an English and a Chinese form (the Chinese edition prints its labels in Chinese).
 PRINTED_TWICE = [
-    ("07_async_serving.ipynb", r"CPU: ([\d.]+ ms) per conversation"),
-    ("13_production.ipynb", r"6 concurrent tools:?\s+([\d.]+ s) one after another, ([\d.]+ s) together"),
+    ("07_async_serving.ipynb", r"CPU: ([\d.]+ ms) per conversation|CPU：每个对话 ([\d.]+ ms)"),
+    ("13_production.ipynb", r"6 concurrent tools:?\s+(?:([\d.]+ s) one after another, ([\d.]+ s) together"
+                            r"|逐个执行 ([\d.]+ s)，同时执行 ([\d.]+ s))"),
 ]
 
 

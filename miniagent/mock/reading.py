@@ -438,7 +438,7 @@ CONCEPTS = {
                r"|coat|jacket|shorts)\b|\b(?:like|is it) outside\b|天气|气温|温度|下雨|下雪|带(?:把)?伞|雨伞|打伞"
                r"|(?:冷|热|凉快?|暖和?)(?:不(?:冷|热|凉|暖)|吗|嘛|么|吧|呢|啊|了)|[多更很好挺太](?:冷|热)|几度|多少度|外套|羽绒服",
     "search": r"\b(?:search\w*|look up)\b|搜索|搜一下|查找",
-    "fetch": r"\bfetch\w*\b|抓取|(?:获取|打开|读取|读一下|看一下)(?:这个|一下)?(?:网页|页面|链接)",
+    "fetch": r"\bfetch\w*\b|\b(?:web )?pages?\b|https?://|抓取|网页|页面|链接",
     "convert": r"\b(?:convert\w*|conversion)\b|转换|换算",
     "translate": r"\btranslat\w*|翻译",
     # long-term memory: keeping a fact, looking one up again, deleting one

@@ -327,9 +327,10 @@ figure.tight_layout()
 plt.show()
 
 # %% [markdown]
-# Precise descriptions pass the indirect questions ("Should I take an umbrella?") that
-# vague ones miss, and they cost tokens on every request, which is why the two tasks with a
-# tight token budget fail with them. An eval shows both sides of a trade, not just the
+# Precise descriptions pass the indirect time questions ("Is it morning in Tokyo yet?") that
+# vague ones miss (a question about the weather the mock now reads as such from "umbrella"
+# or "coat" alone, as a model would), and they cost tokens on every request, which is why
+# the two tasks with a tight token budget fail with them: here the two sides cancel out. An eval shows both sides of a trade, not just the
 # side you hoped for. Against the mock the numbers are the mock's; live, this cell runs a
 # few of the tasks on the model you connected to, and `make eval` runs the whole suite (the
 # shipped descriptions were written with the mock in view, so expect a smaller gap live).
