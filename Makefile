@@ -31,8 +31,9 @@ setup: $(STAMP)  ## create .venv and install requirements.txt + the package
 # Recursive (=): looked up only by the install recipes that use it.
 PIP_INDEX = $(or $(PIP_INDEX_URL),$(shell $(PYTHON) -m pip config get global.index-url 2>/dev/null))
 PIP_EXTRA = $(or $(PIP_EXTRA_INDEX_URL),$(shell $(PYTHON) -m pip config get global.extra-index-url 2>/dev/null))
-# pip allows several extra indexes (space- or line-separated): each gets its own --extra-index-url.
-UV_INDEX = $(if $(strip $(PIP_INDEX)),--index-url $(strip $(PIP_INDEX))) $(foreach url,$(PIP_EXTRA),--extra-index-url $(url))
+# pip allows several extra indexes (space- or line-separated): each gets its own --extra-index-url; and pip
+# takes the best version from all of them, which uv does only when told (else only the first index that has it).
+UV_INDEX = $(if $(strip $(PIP_INDEX)),--index-url $(strip $(PIP_INDEX))) $(foreach url,$(PIP_EXTRA),--extra-index-url $(url)) $(if $(strip $(PIP_EXTRA)),--index-strategy unsafe-best-match)
 
 # Reinstalls only when requirements.txt or pyproject.toml change.
 # uv installs the stack in seconds; plain pip is the fallback.
