@@ -39,6 +39,26 @@ MESSAGES = {
     "trace_usage": {"en": "{input} in{cached}, {output} out", "zh": "输入 {input}{cached}，输出 {output}"},
     "trace_cached": {"en": " ({read} from the cache)", "zh": "（其中 {read} 来自缓存）"},
     "trace_error": {"en": "error ", "zh": "出错 "},
+    "trace_view_head": {"en": "<th>#</th><th>elapsed</th><th>type</th><th style='text-align:left'>what</th>",
+                        "zh": "<th>#</th><th>耗时</th><th>类型</th><th style='text-align:left'>内容</th>"},
+    # a tracer's tree (tracing.Tracer.tree): what each span did
+    "span_model": {"en": "{input} in, {output} out, {reasons}", "zh": "输入 {input}，输出 {output}，{reasons}"},
+    "span_tool": {"en": "{input} chars in, {output} out", "zh": "输入 {input} 字符，输出 {output}"},
+    "span_agent": {"en": "{input} in, {output} out", "zh": "输入 {input}，输出 {output}"},
+    "span_error": {"en": ": {error}", "zh": "：{error}"},
+    "span_stop": {"en": ", {stop}", "zh": "，{stop}"},
+    "timeline_x": {"en": "milliseconds since the tracer began", "zh": "自 tracer 开始计时的毫秒数"},
+    "timeline_title": {"en": "{n} spans", "zh": "{n} 个 span"},
+    # a ChatView as text (widgets.ChatView.__repr__, what a saved notebook shows)
+    "chat_head": {"en": "ChatView · {n} question(s) · {tokens}", "zh": "ChatView · {n} 个问题 · {tokens}"},
+    "chat_tokens": {"en": "tokens: {input} in · {output} out · {calls} model calls",
+                    "zh": "token：输入 {input} · 输出 {output} · 调用模型 {calls} 次"},
+    "chat_you": {"en": "you: ", "zh": "你："},
+    "chat_tool": {"en": "  tool ", "zh": "  工具 "},
+    "chat_agent": {"en": "agent: ", "zh": "Agent："},
+    "chat_stopped": {"en": "[stopped: {reason}]", "zh": "［已停止：{reason}］"},
+    "chat_no_result": {"en": "(no result)", "zh": "（没有结果）"},
+    "chat_thinking": {"en": "thinking…", "zh": "思考中…"},
 }
 
 
@@ -50,6 +70,45 @@ def language() -> str:
 def say(key: str, **values: object) -> str:
     """The message `key` in the current language, filled with `values`."""
     return MESSAGES[key][language()].format(**values)
+
+
+def width(text: str) -> int:
+    """The columns `text` takes in a terminal: 2 for each wide character (CJK), 1 for the others."""
+    if text.isascii():
+        return len(text)
+    import unicodedata
+
+    return sum(2 if unicodedata.east_asian_width(c) in "WF" else 1 for c in text)
+
+
+def pad(text: str, columns: int, align: str = "<") -> str:
+    """`text` padded with spaces to `columns` display columns (`<` left, `>` right), as f"{text:<n}" pads ASCII."""
+    fill = " " * max(columns - width(text), 0)
+    return fill + text if align == ">" else text + fill
+
+
+def clip(text: str, columns: int) -> str:
+    """`text`, cut to at most `columns` display columns (as text[:columns] cuts ASCII)."""
+    if text.isascii():
+        return text[:columns]
+    while width(text) > columns:
+        text = text[:-1]
+    return text
+
+
+_CHINESE_FONTS = ("Noto Sans CJK SC", "Source Han Sans SC", "Noto Sans SC", "WenQuanYi Micro Hei", "WenQuanYi Zen Hei",
+                  "Microsoft YaHei", "SimHei", "PingFang SC", "Heiti SC", "Hiragino Sans GB", "Sarasa Gothic SC")
+
+
+def chinese_font() -> str:
+    """Under MINIAGENT_LANG=zh, a font matplotlib has that draws Chinese, else "": a chart then labels in English
+    (matplotlib's default font has no Chinese; its labels would be empty boxes)."""
+    if language() != "zh":
+        return ""
+    from matplotlib import font_manager  # only when a chart is drawn
+
+    have = {font.name for font in font_manager.fontManager.ttflist}
+    return next((name for name in _CHINESE_FONTS if name in have), "")
 
 
 def t(english: str, chinese: str | None) -> str:

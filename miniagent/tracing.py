@@ -44,6 +44,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterator
 
+from miniagent.i18n import chinese_font, clip, pad, say, width as columns
 from miniagent.messages import safe_str
 from miniagent.events import env_secrets, scrub  # the one rule for what is a secret (notebook 05's events.py)
 
@@ -227,10 +228,10 @@ class Tracer:
         """Every span as an indented line: name, duration, status, and what it did."""
         lines = []
         for depth, span in self.walk():
-            label = ("  " * depth + _printable(span.name))[:44]
+            label = clip("  " * depth + _printable(span.name), 44)
             status = "ok" if span.status == "ok" else _printable(span.status.upper())
-            line = f"{label:<44} {span.seconds * 1000:>8.1f} ms  {status:<5} {_printable(_detail(span))}".rstrip()
-            lines.append(line if len(line) <= width else line[: width - 1] + "…")
+            line = f"{pad(label, 44)} {span.seconds * 1000:>8.1f} ms  {status:<5} {_printable(_detail(span))}".rstrip()
+            lines.append(line if columns(line) <= width else clip(line, width - 1) + "…")  # CJK: 2 columns each
         return "\n".join(lines)
 
     def table(self, width: int = 100) -> str:
@@ -288,10 +289,11 @@ class Tracer:
                     linewidth=2)
         ax.set_yticks(range(len(rows)), ["  " * d + s.name for d, s in rows], fontsize=8, family="monospace")
         ax.invert_yaxis()
-        ax.set_xlabel("milliseconds since the tracer began")
+        chinese = chinese_font()  # under MINIAGENT_LANG=zh with a font that has Chinese (else English, not empty boxes)
+        ax.set_xlabel(say("timeline_x") if chinese else "milliseconds since the tracer began", fontfamily=chinese or None)
         ax.legend(handles=[plt.Rectangle((0, 0), 1, 1, color=c) for c in colours.values()],
                   labels=list(colours), loc="upper left", bbox_to_anchor=(1.01, 1), fontsize=8)  # never over a bar
-        ax.set_title(title or f"{len(rows)} spans")
+        ax.set_title(title or (say("timeline_title", n=len(rows)) if chinese else f"{len(rows)} spans"), fontfamily=chinese or None)
         ax.figure.tight_layout()
         return ax.figure
 
@@ -635,15 +637,14 @@ _UNPRINTABLE = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u
 
 def _detail(span: Span) -> str:
     a = span.attributes  # read back from a file, any of these may be any JSON value
+    tokens = {key: f"{_count(a.get(f'gen_ai.usage.{key}_tokens')):,}" for key in ("input", "output")}
     if span.kind == "model":
         reasons = a.get("gen_ai.response.finish_reasons")
         reasons = ",".join(map(safe_str, reasons)) if isinstance(reasons, list) else safe_str(reasons or "")
-        return (f"{_count(a.get('gen_ai.usage.input_tokens')):,} in, "
-                f"{_count(a.get('gen_ai.usage.output_tokens')):,} out, {reasons or '-'}")
+        return say("span_model", reasons=reasons or "-", **tokens)
     if span.kind == "tool":
-        text = f"{a.get('miniagent.tool.input_chars', 0)} chars in, {a.get('miniagent.tool.output_chars', 0)} out"
-        return text + (f": {span.error}" if span.error else "")
+        text = say("span_tool", input=a.get("miniagent.tool.input_chars", 0), output=a.get("miniagent.tool.output_chars", 0))
+        return text + (say("span_error", error=span.error) if span.error else "")
     if span.kind == "agent":
-        text = f"{_count(a.get('gen_ai.usage.input_tokens')):,} in, {_count(a.get('gen_ai.usage.output_tokens')):,} out"
-        return text + (f", {a['miniagent.stop']}" if "miniagent.stop" in a else "")
+        return say("span_agent", **tokens) + (say("span_stop", stop=a["miniagent.stop"]) if "miniagent.stop" in a else "")
     return ""

@@ -23,7 +23,7 @@ from typing import Any, Callable
 
 import ipywidgets as widgets
 
-from miniagent.i18n import t
+from miniagent.i18n import say, t, width
 from miniagent.events import Trace, describe
 
 _TRANSCRIPT_STYLE = ("max-height:420px;overflow-y:auto;padding:6px 8px;border:1px solid #ddd;"
@@ -321,33 +321,34 @@ class ChatView(widgets.VBox):
         if thinking and self._live is not None and self._live.turn["answer"]:
             thinking = False  # the answer is arriving: it shows that something is happening
         if thinking and waiting is None:
-            parts.append('<div style="color:#888"><i>thinking…</i></div>')
+            parts.append(f'<div style="color:#888"><i>{say("chat_thinking")}</i></div>')
         if not parts:
             parts.append(f'<div style="color:#888">{t("No messages yet. Ask something below.", "还没有消息。在下面提个问题吧。")}</div>')
         self.transcript.value = f'<div style="{_TRANSCRIPT_STYLE}">{"".join(parts)}</div>'
         usage = self.agent.usage
-        line = t(self.token_line(), f"token：输入 {usage.input_tokens:,} · 输出 {usage.output_tokens:,} · 调用模型 {usage.calls} 次")
+        line = self.token_line()
         self.tokens.value = f'<span style="color:#666;font-size:12px">{html.escape(line)}</span>'
 
     def token_line(self) -> str:
         usage = self.agent.usage
-        return f"tokens: {usage.input_tokens:,} in · {usage.output_tokens:,} out · {usage.calls} model calls"
+        return say("chat_tokens", input=f"{usage.input_tokens:,}", output=f"{usage.output_tokens:,}", calls=usage.calls)
 
     def __repr__(self) -> str:
-        lines = [f"ChatView · {len(self.turns)} question(s) · {self.token_line()}"]
+        lines = [say("chat_head", n=len(self.turns), tokens=self.token_line())]
         waiting = self.pending
+        you, agent = say("chat_you"), say("chat_agent")  # later lines of a text are indented under its first
         for turn in self.turns:
-            lines.append(f"you: {_indent(turn['question'], '     ')}")
+            lines.append(you + _indent(turn["question"], " " * width(you)))
             for call, result, approval in turn["tools"]:
-                shown = "(no result)" if result is None else describe(result).split(" -> ", 1)[-1]
-                decision = _decision(call, approval, self._by_you, waiting)
+                shown = say("chat_no_result") if result is None else describe(result).split(" -> ", 1)[-1]
+                decision = _decision_shown(_decision(call, approval, self._by_you, waiting))
                 decision = f" · {decision}" if decision else ""
-                lines.append(f"  tool {call['name']}({_args(call.get('input', {}))}){_indent(decision, '    ')}"
+                lines.append(f"{say('chat_tool')}{call['name']}({_args(call.get('input', {}))}){_indent(decision, '    ')}"
                              f" -> {_indent(shown, '    ')}")
             if turn["answer"]:
-                lines.append(f"agent: {_indent(turn['answer'], '       ')}")
+                lines.append(agent + _indent(turn["answer"], " " * width(agent)))
             if turn["stopped"]:
-                lines.append(f"[stopped: {turn['stopped']}]")
+                lines.append(say("chat_stopped", reason=turn["stopped"]))
         return "\n".join(lines)
 
     def _repr_mimebundle_(self, **kwargs: Any) -> dict | None:
@@ -444,7 +445,7 @@ def _turn_html(turn: dict, by_you: dict[str, dict] | None = None, waiting: dict 
     out = [f'<div class="miniagent-user" style="margin:6px 0"><b>{t("You:", "你：")}</b> {esc(turn["question"])}</div>']
     for call, result, approval in turn["tools"]:
         failed = bool(result and result.get("is_error"))
-        content = "(no result)" if result is None else result.get("content", "")
+        content = say("chat_no_result") if result is None else result.get("content", "")
         content = content if isinstance(content, str) else _args(content)
         decision = _decision(call, approval, by_you or {}, waiting)
         colour = "#a66b00" if decision == WAITING else "#b00" if decision.startswith("denied") else "#080"
@@ -452,9 +453,9 @@ def _turn_html(turn: dict, by_you: dict[str, dict] | None = None, waiting: dict 
                  f'{esc(_decision_shown(decision))}</span>' if decision else "")
         out.append(
             f'<details class="miniagent-tool" style="margin:2px 0 2px 16px;color:{"#b00" if failed else "#555"}">'
-            f'<summary>{t("tool", "工具")}: {esc(call["name"])}({esc(_args(call.get("input", {})))}){shown}</summary>'
-            f'<div style="margin-left:16px">{t("arguments", "参数")}: <code>{esc(_args(call.get("input", {})))}</code><br>'
-            f'{t("error", "出错") if failed else t("result", "结果")}:'
+            f'<summary>{t("tool: ", "工具：")}{esc(call["name"])}({esc(_args(call.get("input", {})))}){shown}</summary>'
+            f'<div style="margin-left:16px">{t("arguments: ", "参数：")}<code>{esc(_args(call.get("input", {})))}</code><br>'
+            f'{t("error:", "出错：") if failed else t("result:", "结果：")}'
             f'<pre style="white-space:pre-wrap;margin:2px 0">{esc(content)}</pre>'
             f"</div></details>")
     ran = {call.get("id") for call, _result, _approval in turn["tools"]}
@@ -463,12 +464,12 @@ def _turn_html(turn: dict, by_you: dict[str, dict] | None = None, waiting: dict 
             continue  # already a tool line above
         shown = _args(call["input"]) if call["done"] and call["input"] is not None else call["partial_json"] + "…"
         out.append(f'<div class="miniagent-tool-forming" style="margin:2px 0 2px 16px;color:#888">'
-                   f'{t("tool", "工具")}: {esc(str(call["name"]))}({esc(shown)})</div>')
+                   f'{t("tool: ", "工具：")}{esc(str(call["name"]))}({esc(shown)})</div>')
     if turn["answer"]:
         out.append(f'<div class="miniagent-answer" style="margin:6px 0;white-space:pre-wrap">'
                    f"<b>{t('Agent:', 'Agent：')}</b> {esc(turn['answer'])}</div>")
     if turn["stopped"]:
-        out.append(f'<div class="miniagent-stopped" style="color:#b00">{t("stopped", "已停止")}: {esc(turn["stopped"])}</div>')
+        out.append(f'<div class="miniagent-stopped" style="color:#b00">{t("stopped: ", "已停止：")}{esc(turn["stopped"])}</div>')
     return "".join(out)
 
 
@@ -486,8 +487,8 @@ class TraceView(widgets.HTML):
         rows = [f"<tr><td>{n}</td><td>{elapsed:.3f} s</td><td><code>{html.escape(kind)}</code></td>"
                 f"<td style='text-align:left'>{html.escape(what)}</td></tr>"
                 for n, elapsed, kind, what in self.trace.rows(self.width)]
-        self.value = ("<table style='font-size:12px'><thead><tr><th>#</th><th>elapsed</th><th>type</th>"
-                      f"<th style='text-align:left'>what</th></tr></thead><tbody>{''.join(rows)}</tbody></table>")
+        self.value = (f"<table style='font-size:12px'><thead><tr>{say('trace_view_head')}</tr></thead>"
+                      f"<tbody>{''.join(rows)}</tbody></table>")
 
     def __repr__(self) -> str:
         return self.trace.table(width=self.width)

@@ -131,3 +131,25 @@ def test_a_trace_table_reads_in_chinese_with_its_columns_aligned(monkeypatch):
     assert any("输入 " in line and "，输出 " in line for line in lines)
     monkeypatch.setenv("MINIAGENT_LANG", "en")
     assert agent.trace.table().splitlines()[0] == "  #    elapsed  type         what"
+
+
+def test_a_tracer_tree_says_what_each_span_did_in_chinese_with_its_columns_aligned(monkeypatch):
+    import miniagent
+    from miniagent.builtin_tools import default_tools
+    from miniagent.i18n import width
+    from miniagent.tracing import Tracer
+
+    tracer = Tracer()
+    agent = miniagent.Agent(miniagent.connect(offline=True, quiet=True), default_tools(), tracer=tracer)
+    agent.run("北京天气怎么样？")
+    monkeypatch.setenv("MINIAGENT_LANG", "zh")
+    lines = tracer.tree().splitlines()
+    assert lines[0].startswith("invoke_agent ") and "输入 " in lines[0] and "，输出 " in lines[0]
+    assert any(line.lstrip().startswith("execute_tool get_weather") and " 字符，输出 " in line for line in lines)
+    tracer.spans[-1].name = "execute_tool 查天气"  # a tool named in Chinese: 2 columns a character
+    ends = {width(line.split(" ms")[0]) for line in tracer.tree().splitlines()}
+    assert len(ends) == 1 and "查天气" in tracer.tree()  # every duration ends in the same column
+    monkeypatch.setenv("MINIAGENT_LANG", "en")
+    english = tracer.tree().splitlines()
+    assert " in, " in english[0] and " out" in english[0] and "输入" not in "\n".join(english)
+    assert any(" chars in, " in line for line in english)

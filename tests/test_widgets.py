@@ -368,6 +368,32 @@ def test_the_chat_speaks_the_learners_language(monkeypatch):
     assert (view.approve_button.description, view.deny_button.description) == ("批准", "拒绝")
     view.send("What is 6 * 7?")
     page = view.transcript.value
-    assert "你：" in page and "Agent：" in page and "工具: calculate" in page and "42" in page
+    assert "你：" in page and "Agent：" in page and "工具：calculate" in page and "结果：" in page and "42" in page
     assert "调用模型 2 次" in view.tokens.value
-    assert repr(view).startswith("ChatView · 1 question(s)")  # the text form stays as saved in the notebooks
+    assert repr(view).splitlines() == [  # the text form, what a saved notebook of the Chinese edition shows
+        f"ChatView · 1 个问题 · {view.token_line()}", "你：What is 6 * 7?",
+        '  工具 calculate({"expression": "6 * 7"}) -> 42', "Agent：(mock) 6 * 7 = 42"]
+    assert view.token_line().startswith("token：输入 ") and view.token_line().endswith(" · 调用模型 2 次")
+    monkeypatch.setenv("MINIAGENT_LANG", "en")
+    assert repr(view).splitlines()[1:] == [
+        "you: What is 6 * 7?", '  tool calculate({"expression": "6 * 7"}) -> 42', "agent: (mock) 6 * 7 = 42"]
+    assert repr(view).startswith("ChatView · 1 question(s) · tokens: ") and view.token_line().endswith(" 2 model calls")
+
+
+def test_a_chinese_answer_spread_over_lines_stays_under_its_label(monkeypatch):
+    from miniagent.widgets import _indent
+
+    monkeypatch.setenv("MINIAGENT_LANG", "zh")
+    view = ChatView(Agent(connect(offline=True, quiet=True)))
+    view.turns.append({"question": "第一行\n第二行", "tools": [], "answer": "甲\n乙", "stopped": "max_iterations: 到上限了"})
+    assert repr(view).splitlines()[1:] == ["你：第一行", "    第二行", "Agent：甲", "       乙", "［已停止：max_iterations: 到上限了］"]
+    assert _indent("a\nb", "  ") == "a\n  b"
+
+
+def test_a_trace_view_heads_its_columns_in_the_learners_language(monkeypatch):
+    agent = Agent(connect(offline=True, quiet=True), builtin_tools.default_tools())
+    agent.run("What is 6 * 7?")
+    monkeypatch.setenv("MINIAGENT_LANG", "zh")
+    assert "<th>耗时</th><th>类型</th>" in TraceView(agent.trace).value
+    monkeypatch.setenv("MINIAGENT_LANG", "en")
+    assert "<th>elapsed</th><th>type</th><th style='text-align:left'>what</th>" in TraceView(agent.trace).value
