@@ -515,26 +515,57 @@ def passages(result: str) -> list[tuple[str, str]]:
     return [(c, t.strip()) for c, t in found if t.strip()]
 
 
-def quote(question: str, cited: list[tuple[str, str]], lang: str) -> str:
-    """The sentence of the passages that shares the most words with the question, with its citation.
+# What a "who" question asks for: a person or a team (the sentence that names one answers it).
+_WHO = re.compile(r"^\W*who\b|\bwhom\b|\bwho (?:do|should|can|will|must)\b|找谁|问谁|告诉谁|联系谁|谁负责|谁审批|谁批准", re.I)
+_ROLE = re.compile(r"\b(?:manager|team|desk|department|colleague|lead|director|officer|HR|IT)\b"
+                   r"|经理|主管|人事|部门|团队|同事|负责人|服务台")
 
-    Words of the headings above a sentence count for it too (a sentence under "# 年假" is about
-    年假), and of two sentences that fit as well, the one whose headings fit better wins (a section
-    about the topic beats a passing mention), then the passage the tool ranked first; with no
-    overlap at all, that is the first passage's first sentence."""
-    asked = {w for _, w in content_words(question)}
-    hits = lambda text: len(asked & {w for _, w in content_words(text)})
-    scored = []  # (score, of it from the headings, -passage rank, -sentence rank, citation, sentence): max wins
+
+def _stem(word: str) -> str:
+    """'sickness' -> 'sick' (content_words has dropped its final s): a question's word finds the noun a text uses."""
+    return word[:-3] if word.endswith("nes") and len(word) > 6 else word
+
+
+def quote(question: str, cited: list[tuple[str, str]], lang: str) -> str:
+    """The sentence of the passages that best fits the question, with its citation.
+
+    A sentence scores the question's words it has, and those of the heading right above it (a
+    sentence under "# 年假" is about 年假; under "## 结转", about 结转: the page's title counts half
+    there); a question that asks "who" prefers a sentence that names a person or a team. Of two
+    that score the same, the one with the rarer words wins: a word is weighed by how rare it is in
+    the results (1 / how many sentences and headings have it), since the word that names the
+    page's topic is everywhere and the word that says what is asked is in one sentence
+    ("病假超过几天要医生证明": 医生, not 病假). Then the better heading (a section about the topic
+    beats a passing mention), then the passage the tool ranked first; with no overlap at all,
+    that is the first passage's first sentence."""
+    asked = {_stem(w) for _, w in content_words(question)}
+    words = lambda text: asked & {_stem(w) for _, w in content_words(text)}
+    units = []  # (rank, citation, headings above it, sentence); a heading is a unit too (no headings)
     for rank, (citation, text) in enumerate(cited):
         headings: dict[int, str] = {}  # the headings above a sentence say what it is about: they count too
         for line in (line.strip() for line in text.splitlines() if line.strip()):
             if m := re.match(r"(#+)\s*(.*)", line):
                 level = len(m.group(1))
                 headings = {k: v for k, v in headings.items() if k < level} | {level: m.group(2)}
+                units.append((rank, citation, None, m.group(2)))
                 continue
             for sentence in (x.strip() for x in _SENTENCE.split(line) if x.strip()):
-                topic = hits(" ".join(headings.values()))
-                scored.append((hits(sentence) + topic, topic, -rank, -len(scored), citation, sentence))
+                units.append((rank, citation, [headings[k] for k in sorted(headings)], sentence))
+    has = [words(text) for *_, text in units]
+    seen = {w: sum(w in h for h in has) for w in asked}
+    rarity = lambda found: sum(1 / seen[w] for w in found)
+    who = bool(_WHO.search(question))
+    scored = []  # (score, rarity, of it from the headings, -passage rank, -sentence rank, citation, sentence): max wins
+    for i, (rank, citation, above, sentence) in enumerate(units):
+        if above is None:
+            continue
+        own = words(above[-1]) if above else set()
+        upper = set().union(*(words(h) for h in above[:-1])) - own
+        topic = len(own) + len(upper) / 2
+        score = len(has[i]) + topic
+        if who and score and _ROLE.search(sentence):
+            score += 1
+        scored.append((score, round(rarity(has[i] | own | upper), 6), topic, -rank, -i, citation, sentence))
     if not scored:
         return ""
     *_, citation, sentence = max(scored)

@@ -527,7 +527,7 @@ def about_the_user(question: str) -> int | None:
 
 # Chinese function and question characters: a run of Chinese is cut at them before it is paired, so
 # 我每年有多少天年假 gives 每年 ... 年假, and never 什么 or 的X (they would match every text).
-_CJK_STOP = "的了吗呢吧啊是在和与或我你他她它们这那哪谁什么怎几个请把被给让有也都就还要"
+_CJK_STOP = "的了吗呢吧啊是在和与或我你他她它们这那哪谁什么怎几个请把被给让有也都就还要每"
 _CJK_RUN = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]+")
 
 
