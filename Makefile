@@ -63,6 +63,10 @@ lab-zh: $(STAMP)  ## 中文版: JupyterLab at notebooks/zh/, with the Chinese UI
 	JUPYTERLAB_SETTINGS_DIR="$(ZH_SETTINGS)" MINIAGENT_LANG=zh $(VENV)/bin/jupyter lab --notebook-dir=notebooks/zh --port=$(PORT) $(ROOT_FLAG)
 
 NBVAL := --nbval --nbval-current-env --nbval-sanitize-with tests/nbval-sanitize.cfg
+# The clock the built-in tools read while notebooks are tested and saved (builtin_tools.now): the
+# answers' weekday and token counts follow from it, so a fixed one makes them the same on every day.
+# scripts/nbtools.py sets the same (a test checks they agree); make lab leaves the real clock.
+NOTEBOOK_CLOCK := 2026-05-09T06:23:11Z
 
 # The everyday run leaves out what has its own target below, which CI runs: the official
 # SDK clients (test-clients), the fuzz tests of the mock and of MCP (test-props, with the
@@ -73,7 +77,7 @@ NBVAL := --nbval --nbval-current-env --nbval-sanitize-with tests/nbval-sanitize.
 # so a third worker fills those waits. Measured warm on this 2-core machine, 2,743 tests:
 # 57 s (70 s when the left-out modules were imported and each worker's exit collected garbage).
 test: $(STAMP)  ## unit tests + every notebook compared against its saved outputs (offline)
-	MINIAGENT_OFFLINE=1 $(PY) -m pytest -n 3 --dist loadscope tests notebooks $(NBVAL) -p no:cacheprovider -m "not sdk and not fuzz and not harness and not memory and not postgres and not bench and not workers and not presets"
+	MINIAGENT_OFFLINE=1 MINIAGENT_CLOCK=$(NOTEBOOK_CLOCK) $(PY) -m pytest -n 3 --dist loadscope tests notebooks $(NBVAL) -p no:cacheprovider -m "not sdk and not fuzz and not harness and not memory and not postgres and not bench and not workers and not presets"
 
 test-unit: $(STAMP)  ## unit tests only (as make test runs them, without the notebooks)
 	MINIAGENT_OFFLINE=1 $(PY) -m pytest -n 2 tests -p no:cacheprovider -m "not sdk and not fuzz and not harness and not memory and not postgres and not bench and not workers and not presets"
@@ -108,14 +112,14 @@ test-clients: $(CLIENTS_STAMP)  ## the official anthropic and openai SDKs, LangC
 	MINIAGENT_OFFLINE=1 $(PY) -m pytest -n 2 tests -m sdk -p no:cacheprovider
 
 test-notebooks: $(STAMP)  ## notebooks only, compared against their saved outputs (nbval, strict)
-	MINIAGENT_OFFLINE=1 $(PY) -m pytest -n 2 --dist loadscope notebooks $(NBVAL) -p no:cacheprovider
+	MINIAGENT_OFFLINE=1 MINIAGENT_CLOCK=$(NOTEBOOK_CLOCK) $(PY) -m pytest -n 2 --dist loadscope notebooks $(NBVAL) -p no:cacheprovider
 
 # The Chinese edition, as `make lab-zh` runs it (MINIAGENT_LANG=zh, in notebooks/zh/): its own outputs,
 # compared as strictly as the English ones. tests/test_zh_edition.py (in make test) checks that its
 # code is the English code but for the literals each cell declares translated, and that both runs
 # make the same calls.
 test-zh: $(STAMP)  ## 中文版: every Chinese notebook compared against its saved outputs (nbval, MINIAGENT_LANG=zh)
-	MINIAGENT_OFFLINE=1 MINIAGENT_LANG=zh $(PY) -m pytest -n 3 --dist loadscope notebooks/zh $(NBVAL) -p no:cacheprovider -o addopts="-q -p no:langsmith_plugin"
+	MINIAGENT_OFFLINE=1 MINIAGENT_LANG=zh MINIAGENT_CLOCK=$(NOTEBOOK_CLOCK) $(PY) -m pytest -n 3 --dist loadscope notebooks/zh $(NBVAL) -p no:cacheprovider -o addopts="-q -p no:langsmith_plugin"
 
 test-ui: $(STAMP)  ## browser tests (headless Chromium): 05's chat widget, approving a tool in the chat, a student notebook's check, every diagram, a page calling the mock, the serve page
 	@(command -v chromium >/dev/null && fc-list | grep -qi wqy) || (apt-get update -qq && apt-get install -y -qq chromium fonts-wqy-zenhei >/dev/null)
@@ -188,7 +192,7 @@ contract: $(STAMP)  ## the mock probed as the real API (every rule, tools, strea
 	$(PY) scripts/contract.py $(if $(LLAMACPP),--llamacpp $(filter-out 1,$(LLAMACPP))) $(CONTRACT_ARGS)
 
 notebooks: $(STAMP)  ## build notebooks/src/*.py into .ipynb, run each offline in a fresh kernel, save outputs (one run's; FRESH=1 saves this run even if nothing changed); then the Chinese edition
-	MINIAGENT_OFFLINE=1 $(PY) scripts/nbtools.py build notebooks/src/$(NB)*.py
+	MINIAGENT_OFFLINE=1 MINIAGENT_CLOCK=$(NOTEBOOK_CLOCK) $(PY) scripts/nbtools.py build notebooks/src/$(NB)*.py
 	@# A translation out of step with its English (notebooks/src/zh/) is reported, and fails `make test`,
 	@# but does not stop this build: `scripts/nbtools.py zh-template notebooks/NN_….ipynb` shows what to redo.
 	-$(PY) scripts/nbtools.py zh notebooks/$(NB)*.ipynb

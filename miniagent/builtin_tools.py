@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import ast
 import math
+import os
 import re
 from datetime import datetime, timedelta, timezone as dt_timezone
 from functools import lru_cache
@@ -106,11 +107,26 @@ def get_weather(city: str) -> str:
 
 
 def now() -> datetime:
-    """The current time, timezone-aware. Replace it to fix the clock:
+    """The current time, timezone-aware, or the time `MINIAGENT_CLOCK` fixes (an ISO time such as
+    2026-05-09T06:23:11Z). `make test` and `make notebooks` fix it, so that what a saved notebook
+    shows does not depend on the day it ran: not only the time (nbval masks that) but what follows
+    from it, the weekday an answer names and the tokens it takes ("Wednesday" is longer than
+    "Sunday"). In a test, replace the function instead:
     `monkeypatch.setattr(builtin_tools, "now", lambda: datetime(2026, 5, 9, 6, 23, 11, tzinfo=UTC))`.
     A naive datetime returned here is taken as UTC.
     """
-    return datetime.now(dt_timezone.utc)
+    fixed = os.environ.get("MINIAGENT_CLOCK", "").strip()
+    return parse_clock(fixed, "MINIAGENT_CLOCK") if fixed else datetime.now(dt_timezone.utc)
+
+
+def parse_clock(text: str, what: str) -> datetime:
+    """An ISO time (2026-05-09T06:23:11Z; no zone is UTC), or a ValueError that says what `what` needs."""
+    try:
+        when = datetime.fromisoformat(text.strip().replace("Z", "+00:00").replace("z", "+00:00"))
+    except ValueError:
+        shown = text if len(text) <= 40 else text[:40] + "…"
+        raise ValueError(f"{what}: {shown!r} is not an ISO time such as 2026-05-09T06:23:11Z") from None
+    return when if when.tzinfo else when.replace(tzinfo=dt_timezone.utc)
 
 
 # Zones without daylight saving time, for machines without a timezone database

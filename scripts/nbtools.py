@@ -163,6 +163,11 @@ def keep_unchanged(nb: nbformat.NotebookNode, previous: nbformat.NotebookNode | 
     return True
 
 
+# The time the built-in tools read while a notebook is saved or tested (the Makefile's NOTEBOOK_CLOCK):
+# a Saturday, 14:23 in Shanghai, the clock the unit tests fix too.
+CLOCK = "2026-05-09T06:23:11Z"
+
+
 def execute(path: Path, previous: nbformat.NotebookNode | None = None, language: str = "en") -> float:
     """Run the notebook at `path` in a fresh kernel (MINIAGENT_LANG=`language`), in its own folder,
     and save it, with what the mock answered in its metadata (`mock_calls`, see `mock_calls`)."""
@@ -170,6 +175,7 @@ def execute(path: Path, previous: nbformat.NotebookNode | None = None, language:
 
     nb = nbformat.read(path, as_version=4)
     os.environ["MINIAGENT_OFFLINE"] = "1"
+    os.environ.setdefault("MINIAGENT_CLOCK", CLOCK)  # what the clock tool reads: the same day on every rebuild
     os.environ.setdefault("MPLBACKEND", "Agg")
     started = time.perf_counter()
     quiet = ["--IPKernelApp.log_level=ERROR"]  # no "kernel over TCP" warning per notebook

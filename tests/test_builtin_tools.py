@@ -118,7 +118,8 @@ def test_naive_clock_is_taken_as_utc(monkeypatch):
     assert get_current_time("UTC") == "2026-05-09 06:23:11 (UTC), Saturday"
 
 
-def test_real_clock_has_the_format():
+def test_real_clock_has_the_format(monkeypatch):
+    monkeypatch.delenv("MINIAGENT_CLOCK", raising=False)  # make test fixes it for the notebooks
     text = get_current_time("UTC")
     stamp, weekday = text.split(" (UTC), ")
     parsed = datetime.strptime(stamp, "%Y-%m-%d %H:%M:%S").replace(tzinfo=timezone.utc)
@@ -363,3 +364,23 @@ def test_the_demo_question_in_parallel(fixed_clock):
     assert [r["content"] for r in results] == [
         "2026-05-09 14:23:11 (Asia/Shanghai), Saturday", "3584", "北京：晴，25°C，微风", "上海：多云，22°C，东风 3 级",
     ]
+
+
+def test_miniagent_clock_fixes_the_time_the_tool_reads(monkeypatch):
+    monkeypatch.setenv("MINIAGENT_CLOCK", "2026-05-09T06:23:11Z")
+    assert get_current_time() == "2026-05-09 14:23:11 (Asia/Shanghai), Saturday"
+    monkeypatch.setenv("MINIAGENT_CLOCK", " 2026-12-02T08:00:00 ")  # no zone: UTC
+    assert get_current_time("Europe/London") == "2026-12-02 08:00:00 (Europe/London), Wednesday"
+    monkeypatch.setenv("MINIAGENT_CLOCK", "2026-12-02T08:00:00+08:00")
+    assert get_current_time("UTC") == "2026-12-02 00:00:00 (UTC), Wednesday"
+    monkeypatch.setenv("MINIAGENT_CLOCK", "")
+    assert get_current_time("UTC")[:4].isdigit()  # empty: the real clock
+
+
+@pytest.mark.parametrize("value", ["yesterday", "2026-13-01", "x" * 500])
+def test_a_bad_miniagent_clock_is_a_tool_error_that_names_the_variable(monkeypatch, value):
+    monkeypatch.setenv("MINIAGENT_CLOCK", value)
+    registry = ToolRegistry([get_current_time])
+    result = registry.run({"type": "tool_use", "id": "t1", "name": "get_current_time", "input": {}})
+    assert result["is_error"] and "MINIAGENT_CLOCK" in result["content"] and "2026-05-09T06:23:11Z" in result["content"]
+    assert "x" * 41 not in result["content"]  # a long value is cut, not echoed whole

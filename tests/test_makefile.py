@@ -55,3 +55,22 @@ def test_every_uv_install_gets_the_index_pip_was_told_to_use():
     run = subprocess.run(["make", "--no-print-directory", "-n", "-B", ".venv/.installed"], cwd=ROOT,
                          capture_output=True, text=True, timeout=60, env=env)
     assert "--index-url" not in run.stdout  # no mirror set: uv's default index, as before
+
+
+def test_the_notebooks_are_tested_and_saved_on_one_fixed_clock_and_learners_get_the_real_one():
+    """A saved answer's weekday and token count follow from the clock tool's result: `make test`,
+    `make test-zh`, `make test-notebooks` and `make notebooks` fix it (scripts/nbtools.py too, when
+    run by hand), at the same instant; `make lab` and `make lab-zh` do not."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("nbtools", ROOT / "scripts" / "nbtools.py")
+    nbtools = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(nbtools)
+    for target in ("test", "test-zh", "test-notebooks", "notebooks"):
+        run = make("-n", "-o", ".venv/.installed", target)
+        assert run.returncode == 0, run.stderr
+        runs = [line for line in run.stdout.splitlines() if "pytest" in line or "nbtools.py build" in line]
+        assert runs and all(f"MINIAGENT_CLOCK={nbtools.CLOCK} " in line for line in runs), (target, run.stdout)
+    for target in ("lab", "lab-zh"):
+        run = make("-n", "-o", ".venv/.installed", target)
+        assert run.returncode == 0 and "jupyter lab" in run.stdout and "MINIAGENT_CLOCK" not in run.stdout

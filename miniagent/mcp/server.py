@@ -32,7 +32,6 @@ import math
 import sys
 import threading
 from concurrent.futures import ThreadPoolExecutor
-from datetime import datetime, timezone
 from typing import IO, Any, Iterable
 
 from miniagent.mcp import LEGACY_VERSIONS, MAX_LINE_BYTES, MODERN_VERSIONS, UNSUPPORTED_PROTOCOL_VERSION, encode_line
@@ -246,10 +245,9 @@ def parse_args(argv: list[str] | None = None, prog: str = "python -m miniagent.m
         parser.error(f"--tools: unknown {unknown or 'empty list'}; the built-in tools are {', '.join(known)}")
     if args.clock:
         try:
-            fixed = datetime.fromisoformat(args.clock.strip().replace("Z", "+00:00"))
-        except ValueError:
-            parser.error(f"--clock: {args.clock!r} is not an ISO time such as 2026-05-09T06:23:11Z")
-        fixed = fixed if fixed.tzinfo else fixed.replace(tzinfo=timezone.utc)
+            fixed = builtin_tools.parse_clock(args.clock, "--clock")
+        except ValueError as error:
+            parser.error(str(error))
         builtin_tools.now = lambda: fixed
     return [known[name] for name in dict.fromkeys(names)], not getattr(args, "legacy_only", False)
 
