@@ -59,6 +59,31 @@ MESSAGES = {
     "chat_stopped": {"en": "[stopped: {reason}]", "zh": "［已停止：{reason}］"},
     "chat_no_result": {"en": "(no result)", "zh": "（没有结果）"},
     "chat_thinking": {"en": "thinking…", "zh": "思考中…"},
+    # why a run stopped (LoopResult.reason: what the verbose printer, the trace and the chat show; the
+    # machine-readable part is LoopResult.stop, which never changes with the language)
+    "why_done": {"en": "the model finished its answer", "zh": "模型答完了"},
+    "why_cut": {"en": "the answer was cut off by max_tokens", "zh": "回答被 max_tokens 截断了"},
+    "why_refusal": {"en": "the model declined to answer", "zh": "模型拒绝回答"},
+    "why_unknown": {"en": "unexpected stop_reason {value}", "zh": "意料之外的 stop_reason {value}"},
+    "why_max_iterations": {"en": "stopped after {n} model calls (max_iterations={limit})",
+                           "zh": "调用模型 {n} 次后停止（max_iterations={limit}）"},
+    "why_budget": {"en": "stopped: {why}", "zh": "已停止：{why}"},
+    "why_spent": {"en": "{spent} tokens used, budget {limit}", "zh": "已用 {spent} token，预算 {limit}"},
+    "why_held": {"en": "{spent} tokens used and {held} held by calls still running, budget {limit}",
+                 "zh": "已用 {spent} token，还在运行的调用预留了 {held}，预算 {limit}"},
+    "why_no_room": {"en": ": no room for a call that may cost up to {n}", "zh": "：容不下一次最多可能花 {n} 的调用"},
+    "why_parent": {"en": "the delegating run's budget: {why}", "zh": "委派方那次运行的预算：{why}"},
+    "why_not_run": {"en": "; {n} tool call(s) were not executed", "zh": "；{n} 个工具调用没有执行"},
+    "why_not_run_cut": {"en": "; {n} incomplete tool call(s) were not executed", "zh": "；{n} 个不完整的工具调用没有执行"},
+    "why_no_block": {"en": "stop_reason was tool_use but the response holds no tool_use block",
+                     "zh": "stop_reason 是 tool_use，回复里却没有 tool_use 块"},
+    "why_repeated": {"en": "the model asked for {name} with the same arguments {n} times; stopped instead of looping",
+                     "zh": "模型用相同的参数调用 {name} {n} 次了；停下来，不再兜圈子"},
+    "why_handoff": {"en": "handed off with {name}", "zh": "通过 {name} 交给了另一个 Agent"},
+    "why_api": {"en": "the API call failed: {error}", "zh": "API 调用失败：{error}"},
+    "why_policy_api": {"en": "the context policy's API call failed: {error}", "zh": "上下文策略的 API 调用失败：{error}"},
+    "why_broken_calls": {"en": "; {n} tool call(s) of the broken response were not executed ({done} of them complete)",
+                         "zh": "；中断的回复里有 {n} 个工具调用没有执行（其中 {done} 个是完整的）"},
 }
 
 

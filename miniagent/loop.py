@@ -41,6 +41,7 @@ from typing import TYPE_CHECKING, Any, Callable, Generator, Iterator, Union
 
 from miniagent import tracing
 from miniagent.client import APIError, Usage
+from miniagent.i18n import say
 from miniagent.messages import assistant, storable_content, text_of, tool_result, tool_use_ids, user
 from miniagent.tokens import estimate_request
 from miniagent.tools import ToolRegistry
@@ -225,20 +226,20 @@ class Loop:
         used_ids = tool_use_ids(history)
         while True:
             if self.iterations >= self.max_iterations:
-                return self.finish("max_iterations", f"stopped after {self.iterations} model calls "
-                                   f"(max_iterations={self.max_iterations})")
+                return self.finish("max_iterations", say("why_max_iterations", n=self.iterations,
+                                                         limit=self.max_iterations))
             if self.ledger is not None and (why := self.ledger.refusal()) is not None:  # not even a summary
-                return self.finish("token_budget", f"stopped: {why}")
+                return self.finish("token_budget", say("why_budget", why=why))
             if self.ledger is None and self.token_budget is not None and usage.total_tokens >= self.token_budget:
-                return self.finish("token_budget", f"stopped: {usage.total_tokens:,} tokens used, "
-                                   f"budget {self.token_budget:,}")
+                return self.finish("token_budget", say("why_budget", why=say(
+                    "why_spent", spent=f"{usage.total_tokens:,}", limit=f"{self.token_budget:,}")))
             try:
                 view = (yield PolicyView(history)) if self.policy else history
             except APIError as err:  # e.g. Summarize's own model call: nothing was appended
-                return self.failed(err, "the context policy's API call", self.iterations + 1)
+                return self.failed(err, "why_policy_api", self.iterations + 1)
             reservation = self.reservation(view)
             if self.ledger is not None and (why := self.ledger.admit(reservation)) is not None:
-                return self.finish("token_budget", f"stopped: {why}")
+                return self.finish("token_budget", say("why_budget", why=why))
             self.iterations += 1
             iteration = self.iterations
             emit({"type": "request", "iteration": iteration, "messages": len(history), "sent": len(view)})
@@ -252,7 +253,7 @@ class Loop:
                 response = yield ModelCall(view, watcher)
                 usage.add(response.get("usage") or {})
             except APIError as err:  # nothing was appended for this call: the history is as it was
-                return self.failed(err, "the API call", iteration, watcher)
+                return self.failed(err, "why_api", iteration, watcher)
             finally:  # answered, failed or cancelled: the reservation goes back, the cost is spent
                 if self.ledger is not None:
                     self.ledger.settle(reservation, usage.total_tokens - before)
@@ -277,17 +278,16 @@ class Loop:
                     cut = stop_reason not in DONE
                     history.append(user(_not_executed(calls, f"{why}; " + ("the call was incomplete" if cut
                                                                            else "the model ended its turn"))))
-                    why += f"; {len(calls)} {'incomplete ' if cut else ''}tool call(s) were not executed"
+                    why += say("why_not_run_cut" if cut else "why_not_run", n=len(calls))
                 return self.finish(stop, why, text)
 
             if not calls:
-                return self.finish("unknown_stop_reason",
-                                   "stop_reason was tool_use but the response holds no tool_use block", text)
+                return self.finish("unknown_stop_reason", say("why_no_block"), text)
             repeated = [b for b in calls if seen.get(call_signature(b), 0) >= self.max_repeats]
             if repeated:
                 history.append(user(_not_executed(calls, "the same call was already made with the same arguments")))
-                return self.finish("repeated_call", f"the model asked for {repeated[0]['name']} with the same "
-                                   f"arguments {self.max_repeats + 1} times; stopped instead of looping")
+                return self.finish("repeated_call", say("why_repeated", name=repeated[0]["name"],
+                                                        n=self.max_repeats + 1))
             for b in calls:
                 signature = call_signature(b)
                 seen[signature] = seen.get(signature, 0) + 1
@@ -309,26 +309,25 @@ class Loop:
                     results = yield PolicyResults(results)
                 except APIError as err:  # keep the results, unshortened: the history stays a valid conversation
                     history.append(user(results))
-                    return self.failed(err, "the context policy's API call", iteration)
+                    return self.failed(err, "why_policy_api", iteration)
             history.append(user(results))
             handoff = next((b for b, r in zip(calls, results) if b["name"] in self.handoff_tools
                             and not r.get("is_error")), None)
             if handoff is not None:  # another agent carries on from this history
-                return self.finish("handoff", f"handed off with {handoff['name']}", text)
+                return self.finish("handoff", say("why_handoff", name=handoff["name"]), text)
 
     def finish(self, stop: str, reason: str, text: str = "", error: APIError | None = None) -> LoopResult:
         self.emit({"type": "stop", "stop": stop, "reason": reason})
         return LoopResult(stop, reason, text, self.history, self.iterations, self.usage, error)
 
-    def failed(self, err: APIError, what: str, iteration: int, watcher: StreamWatcher | None = None) -> LoopResult:
+    def failed(self, err: APIError, key: str, iteration: int, watcher: StreamWatcher | None = None) -> LoopResult:
         first_line = str(err).splitlines()[0]
         event: Event = {"type": "error", "iteration": iteration, "error": first_line}
-        reason = f"{what} failed: {first_line}"
+        reason = say(key, error=first_line)  # key: why_api, or why_policy_api (a summary's call)
         if watcher is not None:  # a stream that broke (or never began): what of it had arrived
             event["stream"] = watcher.summary()
             if watcher.calls_seen:
-                reason += (f"; {watcher.calls_seen} tool call(s) of the broken response were not executed "
-                           f"({watcher.done_calls} of them complete)")
+                reason += say("why_broken_calls", n=watcher.calls_seen, done=watcher.done_calls)
         self.emit(event)
         return self.finish("api_error", reason, error=err)
 
@@ -390,9 +389,9 @@ def _advance(steps: Generator[Effect, Any, LoopResult], outcome: Any, error: API
 def _stopped(stop_reason: Any) -> tuple[str, str]:
     """(stop, reason) for a response that ends the run."""
     if stop_reason in DONE:
-        return stop_reason, "the model finished its answer"
+        return stop_reason, say("why_done")
     if stop_reason == "max_tokens":
-        return "max_tokens", "the answer was cut off by max_tokens"
+        return "max_tokens", say("why_cut")
     if stop_reason == "refusal":
-        return "refusal", "the model declined to answer"
-    return "unknown_stop_reason", f"unexpected stop_reason {stop_reason!r}"
+        return "refusal", say("why_refusal")
+    return "unknown_stop_reason", say("why_unknown", value=repr(stop_reason))

@@ -46,6 +46,7 @@ from miniagent import tracing
 from miniagent.agent import Agent
 from miniagent.aloop import AsyncAgent, arun_loop
 from miniagent.client import Usage
+from miniagent.i18n import say
 from miniagent.loop import LoopResult, current_run, run_loop
 from miniagent.messages import tool_use_ids, user
 from miniagent.tools import Tool, ToolRegistry, truncate_text
@@ -128,17 +129,17 @@ class Ledger:
         if self.limit is None:
             return None
         if self.spent >= self.limit:
-            return f"{self.spent:,} tokens used, budget {self.limit:,}"
+            return say("why_spent", spent=f"{self.spent:,}", limit=f"{self.limit:,}")
         if self.spent + self.held + reservation <= self.limit or self.running == 0:  # fits, or on credit alone
             return None
-        why = f"{self.spent:,} tokens used and {self.held:,} held by calls still running, budget {self.limit:,}"
-        return why + (f": no room for a call that may cost up to {reservation:,}" if reservation else "")
+        why = say("why_held", spent=f"{self.spent:,}", held=f"{self.held:,}", limit=f"{self.limit:,}")
+        return why + (say("why_no_room", n=f"{reservation:,}") if reservation else "")
 
     def _why_not(self, levels: list["Ledger"], reservation: int) -> str | None:
         for n, level in enumerate(levels):
             why = level._refusal(reservation)
             if why is not None:
-                return why if n == 0 else f"the delegating run's budget: {why}"
+                return why if n == 0 else say("why_parent", why=why)
         return None
 
     def refusal(self) -> str | None:

@@ -153,3 +153,26 @@ def test_a_tracer_tree_says_what_each_span_did_in_chinese_with_its_columns_align
     english = tracer.tree().splitlines()
     assert " in, " in english[0] and " out" in english[0] and "输入" not in "\n".join(english)
     assert any(" chars in, " in line for line in english)
+
+
+def test_why_a_run_stopped_reads_in_the_learners_language_and_its_code_does_not_change(monkeypatch):
+    """LoopResult.reason is what the printer, the trace and the chat show; LoopResult.stop is for programs."""
+    import miniagent
+    from miniagent.builtin_tools import default_tools
+    from miniagent.mock import scripts
+
+    def run(lang, **options):
+        monkeypatch.setenv("MINIAGENT_LANG", lang)
+        llm = connect(offline=True, quiet=True)
+        if options.pop("runaway", False):
+            llm.mock.script(scripts.runaway("get_weather", {"city": "北京"}), repeat=True)
+        result = miniagent.Agent(llm, default_tools(), **options).run("北京天气怎么样？")
+        return result.stop, result.reason
+
+    assert run("zh") == ("end_turn", "模型答完了")
+    assert run("en") == ("end_turn", "the model finished its answer")
+    assert run("zh", max_iterations=1) == ("max_iterations", "调用模型 1 次后停止（max_iterations=1）")
+    assert run("zh", runaway=True) == ("repeated_call", "模型用相同的参数调用 get_weather 3 次了；停下来，不再兜圈子")
+    assert run("en", runaway=True)[1] == "the model asked for get_weather with the same arguments 3 times; stopped instead of looping"
+    stop, reason = run("zh", token_budget=10)
+    assert stop == "token_budget" and reason.startswith("已停止：已用 ") and reason.endswith("，预算 10")
