@@ -17,7 +17,7 @@ export MINIAGENT_LANG := en
 unexport PYTHONDONTWRITEBYTECODE
 
 .DEFAULT_GOAL := help
-.PHONY: help setup lab lab-zh test test-zh test-binder test-unit test-props test-bench test-memory test-workers test-clients test-notebooks test-ui test-postgres test-live test-real local-model lab-local notebooks serve demo eval soak classroom bench lint clean
+.PHONY: help setup lab lab-zh serve-zh demo-zh test test-zh test-binder test-unit test-props test-bench test-memory test-workers test-clients test-notebooks test-ui test-postgres test-live test-real local-model lab-local notebooks serve demo eval soak classroom bench lint clean
 
 help:  ## list the targets
 	@echo "miniagent: build an LLM agent from scratch (offline by default)"
@@ -224,8 +224,14 @@ SERVE_PORT ?= 8000
 serve: $(STAMP)  ## the agent as a web service with a chat page at http://127.0.0.1:8000/ (SERVE_PORT=N for another port)
 	$(PY) -m miniagent serve --port $(SERVE_PORT)
 
+serve-zh: $(STAMP)  ## 中文版: the web service, its page and its messages in Chinese (网页和提示都是中文)
+	MINIAGENT_LANG=zh $(PY) -m miniagent serve --port $(SERVE_PORT)
+
 demo: $(STAMP)  ## the article's demo question, in the terminal
 	$(PY) -m miniagent --verbose "现在几点了？顺便帮我算一下 (1024 + 768) * 2，再告诉我北京和上海的天气。"
+
+demo-zh: $(STAMP)  ## 中文版: the demo, printed as the article prints it (--- 第 1 轮 ---, 调用工具, 最终答案)
+	MINIAGENT_LANG=zh $(PY) -m miniagent --verbose "现在几点了？顺便帮我算一下 (1024 + 768) * 2，再告诉我北京和上海的天气。"
 
 eval: $(STAMP)  ## grade two agent configurations (precise vs vague tool descriptions) on a 36-task suite: pass rate, tokens, cost, and a chart in evals.png (offline unless ANTHROPIC_API_KEY is set)
 	$(PY) -m miniagent.evals --plot evals.png

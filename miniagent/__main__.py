@@ -22,9 +22,9 @@ import argparse
 import os
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, NoReturn
+from typing import TYPE_CHECKING, Any
 
-from miniagent.i18n import t  # the learner's language (MINIAGENT_LANG=zh): light, os only
+from miniagent.i18n import argument_parser, t  # the learner's language (MINIAGENT_LANG=zh)
 
 if TYPE_CHECKING:
     from miniagent.tools import ToolRegistry
@@ -37,28 +37,15 @@ def _positive_int(text: str) -> int:
     try:
         value = int(text)
     except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
+        raise argparse.ArgumentTypeError(t(f"expected a whole number, got {text!r}", f"要一个整数，收到的是 {text!r}")) from None
     if value < 1:
-        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
+        raise argparse.ArgumentTypeError(t(f"must be at least 1, got {value}", f"至少是 1，收到的是 {value}"))
     return value
 
 
-class _Formatter(argparse.RawDescriptionHelpFormatter):
-    def add_usage(self, usage, actions, groups, prefix=None):  # type: ignore[no-untyped-def]
-        return super().add_usage(usage, actions, groups, t("usage: ", "用法：") if prefix is None else prefix)
-
-
-class _Parser(argparse.ArgumentParser):
-    """argparse's own words (usage, error, the section titles, -h) in the learner's language too."""
-
-    def error(self, message: str) -> NoReturn:
-        self.print_usage(sys.stderr)
-        self.exit(2, t(f"{self.prog}: error: {message}\n", f"{self.prog}：错误：{message}\n"))
-
-
 def build_parser() -> argparse.ArgumentParser:
-    parser = _Parser(
-        prog="python -m miniagent", add_help=False,
+    parser = argument_parser(
+        prog="python -m miniagent",
         description=t("Ask the miniagent agent one question. It calls its tools (weather, clock, "
                        "calculator) as it sees fit and prints the answer.",
                        "向 miniagent 的 Agent 提一个问题。它自己决定调用哪些工具（天气、时钟、计算器），然后打印回答。"),
@@ -70,11 +57,7 @@ def build_parser() -> argparse.ArgumentParser:
                   "退出码：0 已回答，1 提前停止（会打印原因），2 用法错误或缺少 key\n"
                   "作为 Web 服务运行：python -m miniagent serve [--port N]（见 serve --help）；"
                   "要问的问题恰好是 'serve' 时，写成：python -m miniagent -- serve"),
-        formatter_class=_Formatter,
     )
-    parser._positionals.title = t("positional arguments", "位置参数")
-    parser._optionals.title = t("options", "选项")
-    parser.add_argument("-h", "--help", action="help", help=t("show this help message and exit", "显示这段帮助并退出"))
     parser.add_argument("question", help=t("what to ask (quote it)", "要问的问题（用引号括起来）"))
     mode = parser.add_mutually_exclusive_group()
     mode.add_argument("--offline", action="store_true", help=t("use the bundled mock API, even if a key is set",

@@ -12,6 +12,10 @@ logs and traces stay English, so code that matches them works in both editions.
 from __future__ import annotations
 
 import os
+from typing import TYPE_CHECKING, Any, NoReturn
+
+if TYPE_CHECKING:
+    import argparse
 
 MESSAGES = {
     "offline": {"en": "offline (mock API){label} · model {model}{why}",
@@ -79,7 +83,7 @@ MESSAGES = {
                      "zh": "stop_reason 是 tool_use，回复里却没有 tool_use 块"},
     "why_repeated": {"en": "the model asked for {name} with the same arguments {n} times; stopped instead of looping",
                      "zh": "模型用相同的参数调用 {name} {n} 次了；停下来，不再兜圈子"},
-    "why_handoff": {"en": "handed off with {name}", "zh": "通过 {name} 交给了另一个 Agent"},
+    "why_handoff": {"en": "handed off with {name}", "zh": "通过 {name} 移交给了另一个 Agent"},
     "why_api": {"en": "the API call failed: {error}", "zh": "API 调用失败：{error}"},
     "why_policy_api": {"en": "the context policy's API call failed: {error}", "zh": "上下文策略的 API 调用失败：{error}"},
     "why_broken_calls": {"en": "; {n} tool call(s) of the broken response were not executed ({done} of them complete)",
@@ -141,4 +145,46 @@ def t(english: str, chinese: str | None) -> str:
 
     `chinese` None: there is no Chinese for it, so English."""
     return chinese if chinese is not None and language() == "zh" else english
+
+
+# argparse's own messages (it writes them in English), as the command lines' users read them in Chinese.
+_ARGPARSE_ZH = [
+    (r"the following arguments are required: (.+)", r"缺少这些参数：\1"),
+    (r"unrecognized arguments: (.+)", r"不认识这些参数：\1"),
+    (r"argument (\S+): not allowed with argument (\S+)", r"参数 \1 不能和 \2 一起用"),
+    (r"argument (\S+): expected one argument", r"参数 \1 后面要跟一个值"),
+    (r"argument (\S+): invalid int value: (.+)", r"参数 \1：\2 不是整数"),
+    (r"argument (\S+): invalid float value: (.+)", r"参数 \1：\2 不是数字"),
+    (r"argument (\S+): invalid choice: (.+?) \(choose from (.+)\)", r"参数 \1：没有 \2 这个选项（可选：\3）"),
+    (r"argument (\S+): (.+)", r"参数 \1：\2"),  # a type function's own message, already in the learner's language
+]
+
+
+def argument_parser(**options: Any) -> "argparse.ArgumentParser":
+    """An argparse parser that speaks the learner's language: the usage line, the section titles,
+    -h, the error line and argparse's own messages (the command lines' help texts are given with t()).
+    argparse is imported here, by the command lines only: `import miniagent` does not load it."""
+    import argparse
+    import re
+    import sys
+
+    class Formatter(argparse.RawDescriptionHelpFormatter):
+        def add_usage(self, usage, actions, groups, prefix=None):  # type: ignore[no-untyped-def]
+            return super().add_usage(usage, actions, groups, t("usage: ", "用法：") if prefix is None else prefix)
+
+    class Parser(argparse.ArgumentParser):
+        def error(self, message: str) -> NoReturn:
+            self.print_usage(sys.stderr)
+            if language() == "zh":
+                for pattern, chinese in _ARGPARSE_ZH:
+                    if re.fullmatch(pattern, message, re.S):
+                        message = re.sub(pattern, chinese, message, count=1, flags=re.S)
+                        break
+            self.exit(2, t(f"{self.prog}: error: {message}\n", f"{self.prog}：错误：{message}\n"))
+
+    parser = Parser(formatter_class=Formatter, add_help=False, **options)
+    parser._positionals.title = t("positional arguments", "位置参数")
+    parser._optionals.title = t("options", "选项")
+    parser.add_argument("-h", "--help", action="help", help=t("show this help message and exit", "显示这段帮助并退出"))
+    return parser
 

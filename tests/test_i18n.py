@@ -86,6 +86,79 @@ def test_the_command_line_speaks_the_learners_language(monkeypatch, capsys):
     assert capsys.readouterr().out.startswith("usage: python -m miniagent")
 
 
+@pytest.mark.parametrize("argv, english, chinese", [
+    (["--max-iterations", "x", "q"], "argument --max-iterations: expected a whole number, got 'x'",
+     "参数 --max-iterations：要一个整数，收到的是 'x'"),
+    (["--max-iterations", "0", "q"], "argument --max-iterations: must be at least 1, got 0",
+     "参数 --max-iterations：至少是 1，收到的是 0"),
+    (["--offline", "--live", "q"], "argument --live: not allowed with argument --offline",
+     "参数 --live 不能和 --offline 一起用"),
+    (["--bogus", "q"], "unrecognized arguments: --bogus", "不认识这些参数：--bogus"),
+    ([], "the following arguments are required: question", "缺少这些参数：question"),
+    (["q", "--model"], "argument --model: expected one argument", "参数 --model 后面要跟一个值"),
+])
+def test_argparses_own_errors_in_the_learners_language(monkeypatch, capsys, argv, english, chinese):
+    """A learner's typing mistake reads in one language, argparse's own words included."""
+    from miniagent.__main__ import main
+
+    for lang, expected in (("zh", f"python -m miniagent：错误：{chinese}"), ("en", f"python -m miniagent: error: {english}")):
+        monkeypatch.setenv("MINIAGENT_LANG", lang)
+        with pytest.raises(SystemExit) as exit_info:
+            main(argv)
+        err = capsys.readouterr().err
+        assert exit_info.value.code == 2 and err.splitlines()[-1] == expected, err
+        assert err.startswith("用法：" if lang == "zh" else "usage: ")
+
+
+def test_the_serve_command_line_speaks_the_learners_language(monkeypatch, capsys):
+    from miniagent.serve import main
+
+    monkeypatch.setenv("MINIAGENT_LANG", "zh")
+    with pytest.raises(SystemExit):
+        main(["--help"])
+    shown = capsys.readouterr().out
+    assert shown.startswith("用法：python -m miniagent serve") and "监听的地址" in shown and "对话存在哪里" in shown
+    with pytest.raises(SystemExit) as exit_info:
+        main(["--workers", "2"])
+    err = capsys.readouterr().err
+    assert exit_info.value.code == 2 and "错误：用了 --workers，每个 worker 都得看到所有对话" in err
+    with pytest.raises(SystemExit):
+        main(["--port", "eighty"])
+    assert "参数 --port：'eighty' 不是整数" in capsys.readouterr().err
+    monkeypatch.setenv("MINIAGENT_LANG", "en")
+    with pytest.raises(SystemExit):
+        main(["--port", "eighty"])
+    assert "error: argument --port: invalid int value: 'eighty'" in capsys.readouterr().err
+
+
+def test_the_serve_page_is_in_the_learners_language(monkeypatch):
+    """The server writes the language into <html lang>; chat.js has every text in both languages."""
+    import asyncio
+    import re
+
+    from httpx2 import ASGITransport, AsyncClient
+
+    from miniagent.serve import create_app
+
+    async def fetch(app):
+        async with AsyncClient(transport=ASGITransport(app=app), base_url="http://127.0.0.1") as client:
+            return (await client.get("/")).text, (await client.get("/chat.js")).text
+
+    def page(lang):
+        monkeypatch.setenv("MINIAGENT_LANG", lang)
+        return asyncio.run(fetch(create_app(agent_factory=lambda: None)))
+
+    html, script = page("zh")
+    assert '<html lang="zh-CN">' in html
+    html_en, script_en = page("en")
+    assert '<html lang="en">' in html_en and script == script_en
+    en, zh = (script[script.index(f"  {lang}: {{\n") + 8:] for lang in ("en", "zh"))
+    keys = lambda block: re.findall(r"(?:^ {4}|, )(\w+): ", block[: block.index("\n  },")], re.M)
+    assert keys(en) == keys(zh) and len(keys(en)) > 20  # the same texts, in the same order
+    assert set(re.findall(r'data-say(?:-placeholder)?="(\w+)"', html)) <= set(keys(en))
+    assert '"发送"' in zh and '"批准"' in zh and '"拒绝"' in zh
+
+
 def _printed(monkeypatch, language: str, question: str) -> list[str]:
     import miniagent
     from miniagent.agent import RoundPrinter

@@ -94,6 +94,7 @@ from starlette.exceptions import HTTPException
 from uvicorn.protocols.http.h11_impl import H11Protocol
 
 from miniagent.context import SlidingWindow
+from miniagent.i18n import argument_parser, language, t
 from miniagent.messages import assistant, clean_text, conversation_error, tool_result, user
 from miniagent.serve.store import ApprovalClosed, ApprovalNotFound, ConversationBusy, ConversationNotFound, open_store
 from miniagent.approval import NotAsked
@@ -671,7 +672,10 @@ def _seconds_from_environment(name: str, default: float) -> float:
 
 
 def _page(name: str) -> str:
-    return (resources.files("miniagent.serve") / "web" / name).read_text(encoding="utf-8")
+    text = (resources.files("miniagent.serve") / "web" / name).read_text(encoding="utf-8")
+    if name == "index.html" and language() == "zh":  # chat.js writes every text in the page's language
+        text = text.replace('<html lang="en">', '<html lang="zh-CN">', 1)
+    return text
 
 
 def create_app(*, agent_factory: Callable[[], Any] | None = None, store: Any = None, max_conversations: int = 100,
@@ -955,23 +959,32 @@ def is_loopback(host: str) -> bool:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="python -m miniagent serve",
-                                     description="Serve the agent over HTTP: a web page at /, POST /chat "
-                                                 "(JSON), POST /chat/stream (Server-Sent Events) and "
-                                                 "POST /chat/approve (a person's answer to a tool call).")
+    description = t("Serve the agent over HTTP: a web page at /, POST /chat (JSON), POST /chat/stream "
+                    "(Server-Sent Events) and POST /chat/approve (a person's answer to a tool call).",
+                    "把 Agent 作为 HTTP 服务提供：/ 是网页，POST /chat 返回 JSON，POST /chat/stream 返回 "
+                    "Server-Sent Events，POST /chat/approve 提交人对一次工具调用的审批。")
+    parser = argument_parser(prog="python -m miniagent serve", description=description)
     parser.add_argument("--host", default="127.0.0.1",
-                        help="address to listen on (default: 127.0.0.1, this machine only)")
-    parser.add_argument("--port", type=int, default=8000, help="port (default: 8000; 0 picks a free one)")
+                        help=t("address to listen on (default: 127.0.0.1, this machine only)",
+                               "监听的地址（默认：127.0.0.1，只有本机能访问）"))
+    parser.add_argument("--port", type=int, default=8000, help=t("port (default: 8000; 0 picks a free one)",
+                                                                 "端口（默认：8000；0 表示随便挑一个空闲端口）"))
     mode = parser.add_mutually_exclusive_group()
-    mode.add_argument("--offline", action="store_true", help="use the bundled mock API, even if a key is set")
-    mode.add_argument("--live", action="store_true", help="use the real API (needs ANTHROPIC_API_KEY)")
-    parser.add_argument("--model", help="model name (default: $MINIAGENT_MODEL or the package default)")
+    mode.add_argument("--offline", action="store_true", help=t("use the bundled mock API, even if a key is set",
+                                                               "即使设置了 key，也用自带的 mock API"))
+    mode.add_argument("--live", action="store_true", help=t("use the real API (needs ANTHROPIC_API_KEY)",
+                                                            "连接真实的 API（需要 ANTHROPIC_API_KEY）"))
+    parser.add_argument("--model", help=t("model name (default: $MINIAGENT_MODEL or the package default)",
+                                          "模型名（默认：$MINIAGENT_MODEL，或包里的默认模型）"))
     parser.add_argument("--store", default=os.environ.get("MINIAGENT_SERVE_STORE") or "memory",
-                        help="where conversations are kept: memory (default, this process only; or "
-                             "$MINIAGENT_SERVE_STORE), sqlite:///FILE (the workers of one machine) or "
-                             "postgresql://user@host/db (of several)")
+                        help=t("where conversations are kept: memory (default, this process only; or "
+                               "$MINIAGENT_SERVE_STORE), sqlite:///FILE (the workers of one machine) or "
+                               "postgresql://user@host/db (of several)",
+                               "对话存在哪里：memory（默认，只在这个进程里；或者用 $MINIAGENT_SERVE_STORE 指定），"
+                               "sqlite:///FILE（同一台机器上的多个 worker 共用）或 postgresql://user@host/db（多台机器共用）"))
     parser.add_argument("--workers", type=int, default=1,
-                        help="processes serving at once (default: 1); more than one needs a shared --store")
+                        help=t("processes serving at once (default: 1); more than one needs a shared --store",
+                               "同时提供服务的进程数（默认：1）；多于一个时需要共享的 --store"))
     return parser
 
 
@@ -980,10 +993,12 @@ def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     if args.workers < 1:
-        parser.error(f"--workers must be at least 1, got {args.workers}")
+        parser.error(t(f"--workers must be at least 1, got {args.workers}", f"--workers 至少是 1，收到的是 {args.workers}"))
     if args.workers > 1 and args.store == "memory":
-        parser.error("with --workers, every worker must see every conversation: give them a shared store, "
-                     "e.g. --store sqlite:///conversations.db")
+        parser.error(t("with --workers, every worker must see every conversation: give them a shared store, "
+                       "e.g. --store sqlite:///conversations.db",
+                       "用了 --workers，每个 worker 都得看到所有对话：给它们一个共享的存储，"
+                       "例如 --store sqlite:///conversations.db"))
     import uvicorn
 
     from miniagent.client import APIKeyError, MissingAPIKeyError
@@ -992,8 +1007,9 @@ def main(argv: list[str] | None = None) -> int:
         factory = default_agent_factory(offline=True if args.offline else False if args.live else None,
                                 model=args.model, quiet=False)
     except MissingAPIKeyError as err:  # names the chosen provider's variable (MINIAGENT_PROVIDER)
-        print(f"miniagent serve: {getattr(err, 'message', '') or 'an API key is missing'}; export it, "
-              "or drop --live to serve offline", file=sys.stderr)
+        missing = getattr(err, "message", "") or t("an API key is missing", "缺少 API key")
+        print(t(f"miniagent serve: {missing}; export it, or drop --live to serve offline",
+                f"miniagent serve：{missing}；请 export 它，或者去掉 --live，离线提供服务"), file=sys.stderr)
         return 2
     except ValueError as err:  # an unknown MINIAGENT_PROVIDER: the message lists the known ones
         print(f"miniagent serve: {err}", file=sys.stderr)
@@ -1003,8 +1019,10 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     local = is_loopback(args.host)
     if not local:
-        print(f"warning: listening on {args.host}: anyone who can reach this machine can use the agent, "
-              "and your API key with it", file=sys.stderr)
+        print(t(f"warning: listening on {args.host}: anyone who can reach this machine can use the agent, "
+                "and your API key with it",
+                f"警告：正在监听 {args.host}：任何能访问这台机器的人都能使用这个 Agent，连同你的 API key"),
+              file=sys.stderr)
     settings = {"offline": True if args.offline else False if args.live else None, "model": args.model,
                 "store": args.store, "allowed_hosts": LOCAL_HOSTS if local else None}
     try:  # opened once here: a store that cannot be opened is a clear message before serving
@@ -1013,18 +1031,23 @@ def main(argv: list[str] | None = None) -> int:
         if not isinstance(err, (ValueError, ImportError, OSError, sqlite3.Error)) \
                 and not type(err).__module__.startswith("psycopg"):
             raise
-        print(f"miniagent serve: cannot open the conversation store: {err}", file=sys.stderr)
+        print(t(f"miniagent serve: cannot open the conversation store: {err}",
+                f"miniagent serve：打不开对话存储：{err}"), file=sys.stderr)
         return 2
     try:  # bound here, so a port in use is a clear message and port 0 prints the port it got
         sock = socket.create_server((args.host, args.port), family=socket.AF_INET6 if ":" in args.host
                                     else socket.AF_INET)
     except OSError as err:
-        print(f"miniagent serve: cannot listen on {args.host} port {args.port} ({err.strerror or err}); "
-              "pick another with --port", file=sys.stderr)
+        print(t(f"miniagent serve: cannot listen on {args.host} port {args.port} ({err.strerror or err}); "
+                "pick another with --port",
+                f"miniagent serve：无法在 {args.host} 的端口 {args.port} 上监听（{err.strerror or err}）；"
+                "用 --port 换一个"), file=sys.stderr)
         return 2
     shown = f"[{args.host}]" if ":" in args.host else args.host
-    workers = f" with {args.workers} workers" if args.workers > 1 else ""
-    print(f"miniagent: serving at http://{shown}:{sock.getsockname()[1]}/{workers} (Ctrl-C to stop)", flush=True)
+    url = f"http://{shown}:{sock.getsockname()[1]}/"
+    workers = t(f" with {args.workers} workers", f"，{args.workers} 个 worker") if args.workers > 1 else ""
+    print(t(f"miniagent: serving at {url}{workers} (Ctrl-C to stop)", f"miniagent：服务地址 {url}{workers}（按 Ctrl-C 停止）"),
+          flush=True)
     options = dict(log_level="warning", timeout_graceful_shutdown=3, **SERVER_OPTIONS)
     if args.workers > 1:  # each worker is a new process that builds the app from these settings (worker_app)
         os.environ[WORKER_SETTINGS] = json.dumps(settings)

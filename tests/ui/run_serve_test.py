@@ -27,6 +27,7 @@ Exit status: 0 on success, 1 with a message saying which step failed.
 
 from __future__ import annotations
 
+import os
 import socket
 import sys
 import threading
@@ -192,6 +193,38 @@ def drive(page, url: str, mock: MockAPI, service) -> str:
     return f"{len(partial)} partial answers before the final one, {len(calls)} tool calls shown"
 
 
+def drive_chinese(page, url: str, service) -> str:
+    """The same page served under MINIAGENT_LANG=zh: every text the page writes is Chinese."""
+    page.goto(url)
+    page.wait_for_selector("#message")
+    fixed = (page.inner_text("#send"), page.inner_text("#new"), page.inner_text("#conversation"),
+             page.get_attribute("#message", "placeholder"))
+    if fixed != ("发送", "新对话", "新对话", "问点什么（Enter 发送，Shift+Enter 换行）"):
+        raise ServeTestError(f"the Chinese page's own texts: {fixed}")
+    ask(page, DEMO_QUESTION)
+    wait_for_statuses(page, 1, timeout=20_000)
+    status = page.inner_text(".turn .status")
+    if not status.startswith("完成 · 输入 ") or "token，输出 " not in status:
+        raise ServeTestError(f"the Chinese page's status line: {status!r}")
+    label = page.evaluate("getComputedStyle(document.querySelector('.tool .call'), '::before').content")
+    if label != '"工具 "' or not page.inner_text("#conversation").startswith("对话 "):
+        raise ServeTestError(f"the tool label {label!r}, the conversation {page.inner_text('#conversation')!r}")
+    ask(page, DELETE)
+    box = page.locator(".turn").last.locator(".approval")
+    box.locator(".deny").wait_for(timeout=10_000)
+    buttons = (box.locator(".approve").inner_text(), box.locator(".deny").inner_text())
+    if buttons != ("批准", "拒绝") or "需要你批准" not in box.inner_text():
+        raise ServeTestError(f"the Chinese approval: {box.inner_text()!r}")
+    box.locator(".reason").fill("先别删")
+    box.locator(".deny").click()
+    wait_for_statuses(page, 2, timeout=10_000)
+    if box.locator(".outcome").inner_text() != "已拒绝：先别删":
+        raise ServeTestError(f"after 拒绝 the approval says {box.locator('.outcome').inner_text()!r}")
+    OUT.mkdir(exist_ok=True)
+    page.screenshot(path=str(OUT / "serve-zh.png"), full_page=True)
+    return "the Chinese page's texts, status, tool label and approval"
+
+
 def main() -> int:
     if not Path(CHROMIUM).exists():
         print(f"serve test: no Chromium at {CHROMIUM} (apt-get install -y chromium)", file=sys.stderr)
@@ -203,7 +236,9 @@ def main() -> int:
     client = AsyncClient(api_key=KEY, transport=mock.async_transport(), mock=mock)
     registry = default_tools()
     registry.register(delete_file)
-    app = create_app(agent_factory=lambda: AsyncAgent(client=client, tools=registry, stream=True))
+    factory = lambda: AsyncAgent(client=client, tools=registry, stream=True)  # noqa: E731
+    os.environ["MINIAGENT_LANG"] = "en"
+    app = create_app(agent_factory=factory)
     server, thread, url = start(app)
     try:
         with sync_playwright() as p:
@@ -211,6 +246,12 @@ def main() -> int:
             page = browser.new_page(viewport={"width": 1000, "height": 900})
             try:
                 summary = drive(page, url, mock, app.state.service)
+                server.should_exit = True
+                thread.join(timeout=10)
+                os.environ["MINIAGENT_LANG"] = "zh"  # as `make serve-zh` runs it
+                app = create_app(agent_factory=factory)
+                server, thread, url = start(app)
+                summary += "; " + drive_chinese(page, url, app.state.service)
             except Exception as err:  # noqa: BLE001 - any failure: a screenshot, then the message
                 OUT.mkdir(exist_ok=True)
                 page.screenshot(path=str(OUT / "serve-failure.png"), full_page=True)
@@ -223,7 +264,7 @@ def main() -> int:
         thread.join(timeout=10)
     print(f"serve test passed in {time.monotonic() - began:.1f} s: the page at {url} streamed the demo answer "
           f"({summary}), kept the conversation for a follow-up, Stop cancelled a run on the server, and "
-          "Deny and Approve answered a tool call that needed approval")
+          "Deny and Approve answered a tool call that needed approval; in Chinese, the same page said all in Chinese")
     return 0
 
 

@@ -12,6 +12,37 @@
 // the click to chat/approve; the run waits for it, then goes on (`approval_result`).
 "use strict";
 
+// Every text the page writes, in the page's language (<html lang>, which the server sets from
+// MINIAGENT_LANG). What the model, a tool or the server said is shown as it came.
+const TEXTS = {
+  en: {
+    newConversation: "new conversation", newButton: "New conversation", send: "Send", stop: "Stop",
+    placeholder: "Ask something (Enter sends, Shift+Enter starts a new line)", tool: "tool ",
+    conversation: "conversation ", running: "running…", tokens: (i, o) => i + " tokens in, " + o + " out",
+    done: "done", stopped: (stop, reason) => "stopped (" + stop + "): " + reason, error: "error: ",
+    errorStatus: (status) => "error " + status + ": ", reason: "reason (optional, told to the model if you deny)",
+    approve: "Approve", deny: "Deny", asks: (name) => "Run " + name + "? It needs your approval.",
+    notSent: (why) => "the answer could not be sent (" + why + ")", waiting: "waiting for your approval…",
+    approved: "approved", denied: (why) => "denied" + (why ? ": " + why : ""), cut: "the connection closed before the answer was complete",
+    youStopped: "stopped: you pressed Stop", runEnded: "the run ended before an answer",
+  },
+  zh: {
+    newConversation: "新对话", newButton: "新对话", send: "发送", stop: "停止",
+    placeholder: "问点什么（Enter 发送，Shift+Enter 换行）", tool: "工具 ",
+    conversation: "对话 ", running: "运行中…", tokens: (i, o) => "输入 " + i + " token，输出 " + o,
+    done: "完成", stopped: (stop, reason) => "已停止（" + stop + "）：" + reason, error: "出错：",
+    errorStatus: (status) => "出错 " + status + "：", reason: "理由（可不填；拒绝时会告诉模型）",
+    approve: "批准", deny: "拒绝", asks: (name) => "要运行 " + name + " 吗？它需要你批准。",
+    notSent: (why) => "你的决定没能发出去（" + why + "）", waiting: "等你批准…",
+    approved: "已批准", denied: (why) => "已拒绝" + (why ? "：" + why : ""), cut: "回答还没完，连接就断了",
+    youStopped: "已停止：你按了停止", runEnded: "还没等到你的决定，这次运行就结束了",
+  },
+};
+const say = TEXTS[document.documentElement.lang.toLowerCase().startsWith("zh") ? "zh" : "en"];
+for (const node of document.querySelectorAll("[data-say]")) node.textContent = say[node.dataset.say];
+for (const node of document.querySelectorAll("[data-say-placeholder]")) node.placeholder = say[node.dataset.sayPlaceholder];
+document.documentElement.style.setProperty("--tool-label", JSON.stringify(say.tool));
+
 const log = document.getElementById("log");
 const form = document.getElementById("ask");
 const input = document.getElementById("message");
@@ -72,7 +103,7 @@ function status(turn, text, isError) {
 function show(turn, {name, data}) {
   if (name === "conversation") {
     conversationId = data.conversation_id;
-    label.textContent = "conversation " + conversationId.slice(0, 8) + "…";
+    label.textContent = say.conversation + conversationId.slice(0, 8) + "…";
   } else if (name === "text") {
     if (!turn.text) turn.section.append(turn.text = element("div", "text"));
     turn.text.append(data.text);   // append(string) adds a text node: never parsed as HTML
@@ -80,7 +111,7 @@ function show(turn, {name, data}) {
     let call = turn.calls.get(data.id);
     if (!call) {
       call = element("div", "tool");
-      call.append(element("div", "call"), element("div", "result running", "running…"));
+      call.append(element("div", "call"), element("div", "result running", say.running));
       turn.calls.set(data.id, call);
       turn.section.append(call);
       turn.text = null;   // text after a tool call is a new paragraph, below it
@@ -104,12 +135,12 @@ function show(turn, {name, data}) {
     turn.tokens[1] += data.output_tokens || 0;
   } else if (name === "done") {
     turn.ended = true;
-    const tokens = turn.tokens[0] + " tokens in, " + turn.tokens[1] + " out";
-    const how = data.ok ? "done" : "stopped (" + data.stop + "): " + data.reason;
+    const tokens = say.tokens(turn.tokens[0], turn.tokens[1]);
+    const how = data.ok ? say.done : say.stopped(data.stop, data.reason);
     status(turn, how + " · " + tokens, !data.ok);
   } else if (name === "error") {
     turn.ended = true;
-    status(turn, "error: " + data.message, true);
+    status(turn, say.error + data.message, true);
   }
 }
 
@@ -119,13 +150,13 @@ function askApproval(turn, data) {
   const reason = element("input", "reason");
   reason.type = "text";
   reason.maxLength = 500;
-  reason.placeholder = "reason (optional, told to the model if you deny)";
-  const approve = element("button", "approve", "Approve");
-  const deny = element("button", "deny", "Deny");
+  reason.placeholder = say.reason;
+  const approve = element("button", "approve", say.approve);
+  const deny = element("button", "deny", say.deny);
   approve.type = deny.type = "button";
   const buttons = element("div", "buttons");
   buttons.append(approve, deny, reason);
-  box.append(element("div", "asks", "Run " + data.name + "? It needs your approval."),
+  box.append(element("div", "asks", say.asks(data.name)),
              element("pre", "args", JSON.stringify(data.input, null, 2)), buttons);
   box.settled = false;
   const answer = async (approved) => {
@@ -140,7 +171,7 @@ function askApproval(turn, data) {
       if (response.ok) settle(box, reply.approved, reply.reason);
       else settle(box, false, reply.error ? reply.error.message : response.statusText);
     } catch (err) {
-      settle(box, false, "the answer could not be sent (" + err.message + ")");
+      settle(box, false, say.notSent(err.message));
     }
   };
   approve.addEventListener("click", () => answer(true));
@@ -149,7 +180,7 @@ function askApproval(turn, data) {
   const call = turn.calls.get(data.tool_use_id);
   const result = call && call.querySelector(".result.running");
   if (result) {   // above the result, which waits for the answer
-    result.textContent = "waiting for your approval…";
+    result.textContent = say.waiting;
     result.before(box);
   } else {
     turn.section.append(box);
@@ -164,39 +195,39 @@ function settle(box, approved, reason) {
   box.settled = true;
   box.classList.add(approved ? "approved" : "denied");
   box.querySelector(".buttons").replaceWith(
-    element("div", "outcome", approved ? "approved" : "denied" + (reason ? ": " + reason : "")));
+    element("div", "outcome", approved ? say.approved : say.denied(reason)));
 }
 
 async function ask(question) {
   const turn = newTurn(question);
   const body = conversationId ? {message: question, conversation_id: conversationId} : {message: question};
   running = new AbortController();
-  send.textContent = "Stop";
+  send.textContent = say.stop;
   try {
     const response = await fetch("chat/stream", {method: "POST", headers: {"content-type": "application/json"},
                                                  body: JSON.stringify(body), signal: running.signal});
     if (!response.ok) {
       const answer = await response.json().catch(() => ({}));
       const why = answer.error ? answer.error.message : response.statusText;
-      status(turn, "error " + response.status + ": " + why, true);
+      status(turn, say.errorStatus(response.status) + why, true);
       if (response.status === 404) forget();   // the server no longer knows this conversation
       return;
     }
     for await (const event of readEvents(response)) show(turn, event);
-    if (!turn.ended) status(turn, "error: the connection closed before the answer was complete", true);
+    if (!turn.ended) status(turn, say.error + say.cut, true);
   } catch (err) {
-    status(turn, err.name === "AbortError" ? "stopped: you pressed Stop" : "error: " + err.message, true);
+    status(turn, err.name === "AbortError" ? say.youStopped : say.error + err.message, true);
   } finally {
-    for (const box of turn.approvals.values()) settle(box, false, "the run ended before an answer");
+    for (const box of turn.approvals.values()) settle(box, false, say.runEnded);
     running = null;
-    send.textContent = "Send";
+    send.textContent = say.send;
     window.scrollTo(0, document.body.scrollHeight);
   }
 }
 
 function forget() {
   conversationId = null;
-  label.textContent = "new conversation";
+  label.textContent = say.newConversation;
 }
 
 form.addEventListener("submit", (event) => {
