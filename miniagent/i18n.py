@@ -43,6 +43,8 @@ MESSAGES = {
     "trace_usage": {"en": "{input} in{cached}, {output} out", "zh": "输入 {input}{cached}，输出 {output}"},
     "trace_cached": {"en": " ({read} from the cache)", "zh": "（其中 {read} 来自缓存）"},
     "trace_error": {"en": "error ", "zh": "出错 "},
+    "trace_calls": {"en": ", {n} tool_use", "zh": "，{n} 个 tool_use"},
+    "trace_text": {"en": ": {text}", "zh": "：{text}"},
     "trace_view_head": {"en": "<th>#</th><th>elapsed</th><th>type</th><th style='text-align:left'>what</th>",
                         "zh": "<th>#</th><th>耗时</th><th>类型</th><th style='text-align:left'>内容</th>"},
     # a tracer's tree (tracing.Tracer.tree): what each span did
@@ -63,6 +65,25 @@ MESSAGES = {
     "chat_stopped": {"en": "[stopped: {reason}]", "zh": "［已停止：{reason}］"},
     "chat_no_result": {"en": "(no result)", "zh": "（没有结果）"},
     "chat_thinking": {"en": "thinking…", "zh": "思考中…"},
+    # notebook 04's comparison of context policies (workload.compare, format_table, checkpoints)
+    "wl_yes": {"en": "yes", "zh": "是"},
+    "wl_at_turn": {"en": "{what} at turn {turn}", "zh": "第 {turn} 轮 {what}"},
+    "wl_name_pref": {"en": "name + pref", "zh": "名字 + 偏好"},
+    "wl_name": {"en": "name", "zh": "名字"},
+    "wl_pref": {"en": "pref", "zh": "偏好"},
+    "wl_neither": {"en": "neither", "zh": "都不记得"},
+    "wl_of_call": {"en": "input tokens of call", "zh": "这次调用的输入 token"},
+    "wl_so_far": {"en": "input tokens so far", "zh": "累计的输入 token"},
+    "wl_parabola": {"en": "parabola", "zh": "抛物线"},
+    # why an evaluated task failed (evals.grade)
+    "ev_unfinished": {"en": "did not finish: stopped by {stop}", "zh": "没跑完：因 {stop} 停止"},
+    "ev_missing_call": {"en": "missing call: {call}", "zh": "少了调用：{call}"},
+    "ev_wrong_argument": {"en": "wrong argument: {name} wanted {wanted}, got {got}",
+                          "zh": "参数不对：{name} 应为 {wanted}，实际是 {got}"},
+    "ev_unexpected_call": {"en": "unexpected call: {names}", "zh": "不该有的调用：{names}"},
+    "ev_missing_fact": {"en": "missing fact: {fact}", "zh": "少了事实：{fact}"},
+    "ev_over_tokens": {"en": "over budget: {n} tokens > {limit}", "zh": "超出预算：{n} token > {limit}"},
+    "ev_over_calls": {"en": "over budget: {n} model calls > {limit}", "zh": "超出预算：调用模型 {n} 次 > {limit}"},
     # why a run stopped (LoopResult.reason: what the verbose printer, the trace and the chat show; the
     # machine-readable part is LoopResult.stop, which never changes with the language)
     "why_done": {"en": "the model finished its answer", "zh": "模型答完了"},
@@ -96,9 +117,9 @@ def language() -> str:
     return "zh" if os.environ.get("MINIAGENT_LANG", "").strip().lower().startswith("zh") else "en"
 
 
-def say(key: str, **values: object) -> str:
-    """The message `key` in the current language, filled with `values`."""
-    return MESSAGES[key][language()].format(**values)
+def say(key: str, lang: str | None = None, **values: object) -> str:
+    """The message `key` in the current language (or in `lang`: "en" for what a model reads), filled with `values`."""
+    return MESSAGES[key][lang or language()].format(**values)
 
 
 def width(text: str) -> int:

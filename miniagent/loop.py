@@ -273,11 +273,12 @@ class Loop:
             if stop_reason == "pause_turn" and not calls:  # a long server-side turn paused: send it back
                 continue
             if stop_reason not in ("tool_use", "pause_turn"):
-                stop, why = _stopped(stop_reason)
-                if calls:  # e.g. a tool call cut mid-arguments: never run it, but answer it
-                    cut = stop_reason not in DONE
-                    history.append(user(_not_executed(calls, f"{why}; " + ("the call was incomplete" if cut
-                                                                           else "the model ended its turn"))))
+                stop, key, values = _stopped(stop_reason)
+                why = say(key, **values)
+                if calls:  # e.g. a tool call cut mid-arguments: never run it, but answer it (in English: the
+                    cut = stop_reason not in DONE  # model reads it, as every tool result the package writes)
+                    told = say(key, "en", **values) + ("; the call was incomplete" if cut else "; the model ended its turn")
+                    history.append(user(_not_executed(calls, told)))
                     why += say("why_not_run_cut" if cut else "why_not_run", n=len(calls))
                 return self.finish(stop, why, text)
 
@@ -386,12 +387,12 @@ def _advance(steps: Generator[Effect, Any, LoopResult], outcome: Any, error: API
         return True, done.value
 
 
-def _stopped(stop_reason: Any) -> tuple[str, str]:
-    """(stop, reason) for a response that ends the run."""
+def _stopped(stop_reason: Any) -> tuple[str, str, dict]:
+    """(stop, the reason's message key, its values) for a response that ends the run."""
     if stop_reason in DONE:
-        return stop_reason, say("why_done")
+        return stop_reason, "why_done", {}
     if stop_reason == "max_tokens":
-        return "max_tokens", say("why_cut")
+        return "max_tokens", "why_cut", {}
     if stop_reason == "refusal":
-        return "refusal", say("why_refusal")
-    return "unknown_stop_reason", say("why_unknown", value=repr(stop_reason))
+        return "refusal", "why_refusal", {}
+    return "unknown_stop_reason", "why_unknown", {"value": repr(stop_reason)}

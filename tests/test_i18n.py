@@ -249,3 +249,19 @@ def test_why_a_run_stopped_reads_in_the_learners_language_and_its_code_does_not_
     assert run("en", runaway=True)[1] == "the model asked for get_weather with the same arguments 3 times; stopped instead of looping"
     stop, reason = run("zh", token_budget=10)
     assert stop == "token_budget" and reason.startswith("已停止：已用 ") and reason.endswith("，预算 10")
+
+
+def test_what_the_model_is_told_stays_english_when_the_learner_reads_chinese(monkeypatch):
+    """A call cut by max_tokens is answered, never run: that answer goes to the model, in English as every
+    tool result the package writes; the reason the learner reads is Chinese."""
+    import miniagent
+    from miniagent.builtin_tools import default_tools
+    from miniagent.mock import scripts
+
+    monkeypatch.setenv("MINIAGENT_LANG", "zh")
+    llm = connect(offline=True, quiet=True)
+    llm.mock.script(scripts.truncated_tool_call("calculate", {"expression": "(10"}))
+    result = miniagent.Agent(llm, default_tools()).run("算一下 (10 + 2) * 3")
+    told = result.messages[-1]["content"][0]["content"]
+    assert result.stop == "max_tokens" and result.reason == "回答被 max_tokens 截断了；1 个不完整的工具调用没有执行"
+    assert told == "Error: not executed: the answer was cut off by max_tokens; the call was incomplete"
