@@ -40,6 +40,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
+from miniagent.i18n import chinese_font, say
 from miniagent.loop import DONE
 
 TASKS_PATH = Path(__file__).parent / "data" / "evals" / "tasks.json"
@@ -110,30 +111,30 @@ def grade(task: dict, calls: list[dict], text: str, input_tokens: int, output_to
     ([{"name", "input"}]), its answer's text, its tokens, its model calls and why it stopped."""
     reasons = []
     if stop not in DONE:
-        reasons.append(f"did not finish: stopped by {stop}")
+        reasons.append(say("ev_unfinished", stop=stop))
     for want in task.get("calls", []):
         same_name = [c for c in calls if c["name"] == want["name"]]
         args = want.get("args", {})
         wanted = json.dumps(args, ensure_ascii=False)
         if not same_name:
-            reasons.append(f"missing call: {want['name']}" + (f" {wanted}" if args else ""))
+            reasons.append(say("ev_missing_call", call=want["name"] + (f" {wanted}" if args else "")))
         elif not any(all(_same(v, (c.get("input") or {}).get(k)) for k, v in args.items()) for c in same_name):
             got = "; ".join(json.dumps(c.get("input"), ensure_ascii=False) for c in same_name)
-            reasons.append(f"wrong argument: {want['name']} wanted {wanted}, got {got}")
+            reasons.append(say("ev_wrong_argument", name=want["name"], wanted=wanted, got=got))
     if task.get("no_tools") and calls:
-        reasons.append("unexpected call: " + ", ".join(c["name"] for c in calls))
+        reasons.append(say("ev_unexpected_call", names=", ".join(c["name"] for c in calls)))
     for fact in task.get("facts", []):
         if isinstance(fact, dict):
             if not re.search(fact["regex"], text):
-                reasons.append(f"missing fact: /{fact['regex']}/")
+                reasons.append(say("ev_missing_fact", fact=f"/{fact['regex']}/"))
         elif fact.casefold() not in text.casefold():
-            reasons.append(f"missing fact: {fact!r}")
+            reasons.append(say("ev_missing_fact", fact=repr(fact)))
     budget = task.get("budget", {})
     tokens = input_tokens + output_tokens
     if "max_tokens" in budget and tokens > budget["max_tokens"]:
-        reasons.append(f"over budget: {tokens} tokens > {budget['max_tokens']}")
+        reasons.append(say("ev_over_tokens", n=tokens, limit=budget["max_tokens"]))
     if "max_calls" in budget and model_calls > budget["max_calls"]:
-        reasons.append(f"over budget: {model_calls} model calls > {budget['max_calls']}")
+        reasons.append(say("ev_over_calls", n=model_calls, limit=budget["max_calls"]))
     return reasons
 
 
@@ -257,9 +258,11 @@ def plot(reports: list[Report], path: str | None = None) -> Any:
     names = [r.config for r in reports]
     fig, (left, right) = plt.subplots(1, 2, figsize=(8, 3))
     left.bar(names, [r.pass_rate * 100 for r in reports], color="tab:green")
-    left.set(title="pass rate", ylabel="%", ylim=(0, 100))
+    chinese = chinese_font()  # under MINIAGENT_LANG=zh with a font that has Chinese (else English, not empty boxes)
+    left.set(ylabel="%", ylim=(0, 100))
+    left.set_title("通过率" if chinese else "pass rate", fontfamily=chinese or None)
     right.bar(names, [r.total("input_tokens") + r.total("output_tokens") for r in reports], color="tab:blue")
-    right.set(title="tokens (input + output)")
+    right.set_title("token（输入 + 输出）" if chinese else "tokens (input + output)", fontfamily=chinese or None)
     fig.tight_layout()
     if path:
         fig.savefig(path)

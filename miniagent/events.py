@@ -291,8 +291,8 @@ def describe(event: Event) -> str:
         content = [b for b in content if isinstance(b, dict)] if isinstance(content, list) else []
         calls = sum(1 for b in content if b.get("type") == "tool_use")
         text = "".join(b["text"] for b in content if b.get("type") == "text" and isinstance(b.get("text"), str))
-        return f"stop_reason={event.get('stop_reason')}" + (f", {calls} tool_use" if calls else "") \
-            + (f": {text}" if text else "")
+        return f"stop_reason={event.get('stop_reason')}" + (say("trace_calls", n=calls) if calls else "") \
+            + (say("trace_text", text=text) if text else "")
     if kind == "tool_call":
         return f"{event.get('name')}({_args(event.get('input', {}))})"
     if kind == "tool_result":

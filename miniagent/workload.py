@@ -25,7 +25,7 @@ from typing import Any
 
 from miniagent.builtin_tools import calculate, get_weather
 from miniagent.clientcore import input_billed
-from miniagent.i18n import language
+from miniagent.i18n import language, pad, say, width
 from miniagent.context import (Compose, NaiveWindow, Policy, SlidingWindow, Summarize, SummarizeToolResults,
                                TokenBudget, TruncateToolResults)
 from miniagent.loop import run_loop
@@ -189,12 +189,12 @@ class Session:
 
     @property
     def ending(self) -> str:
-        """"yes" if every turn was answered, else what stopped it and where, e.g. "400 at turn 6"."""
+        """"yes" if every turn was answered, else what stopped it and where, e.g. "400 at turn 6" (是, 第 6 轮 400)."""
         if self.broke:
-            return f"{self.broke[1].split(' ', 1)[0]} at turn {self.broke[0]}"
+            return say("wl_at_turn", what=self.broke[1].split(" ", 1)[0], turn=self.broke[0])
         if self.unfinished:
-            return f"{self.unfinished[0][1]} at turn {self.unfinished[0][0]}"
-        return "yes"
+            return say("wl_at_turn", what=self.unfinished[0][1], turn=self.unfinished[0][0])
+        return say("wl_yes")
 
     @property
     def recalled(self) -> bool:
@@ -211,8 +211,8 @@ class Session:
         """What the last answer recalled: "name + pref", "name", "pref", "neither" ("-" if the session broke)."""
         if self.broke:
             return "-"
-        return {(True, True): "name + pref", (True, False): "name", (False, True): "pref"}.get(
-            (self.recalled, self.recalled_preference), "neither")
+        return say({(True, True): "wl_name_pref", (True, False): "wl_name", (False, True): "wl_pref"}.get(
+            (self.recalled, self.recalled_preference), "wl_neither"))
 
     def input_up_to(self, turn: int) -> int:
         """Input tokens of the loop's calls for turns 1..`turn` (summary calls not included)."""
@@ -290,15 +290,22 @@ def compare(sessions: dict[str, Session]) -> list[dict[str, str]]:
     return rows
 
 
+# compare()'s columns as the Chinese edition heads them (the rows keep their English keys: code reads them)
+_COLUMNS_ZH = {"policy": "策略", "calls": "调用次数", "input tokens": "输入 token", "vs none": "相对 none",
+               "largest call": "最大的一次调用", "doubling": "翻倍比", "completed": "跑完", "recalled": "记得"}
+
+
 def format_table(rows: list[dict[str, str]]) -> str:
-    """Rows of strings under their keys, the first column left-aligned and the others right-aligned."""
+    """Rows of strings under their keys, the first column left-aligned and the others right-aligned
+    (in display columns: a Chinese character takes two); the heads in the learner's language."""
     keys = list(rows[0])
-    widths = [max(len(k), *(len(r[k]) for r in rows)) for k in keys]
+    heads = [_COLUMNS_ZH.get(k, k) if language() == "zh" else k for k in keys]
+    widths = [max(width(h), *(width(r[k]) for r in rows)) for h, k in zip(heads, keys)]
 
     def line(values: list[str]) -> str:
-        return "  ".join(v.ljust(w) if i == 0 else v.rjust(w) for i, (v, w) in enumerate(zip(values, widths))).rstrip()
+        return "  ".join(pad(v, w, "<" if i == 0 else ">") for i, (v, w) in enumerate(zip(values, widths))).rstrip()
 
-    return "\n".join([line(keys), line(["-" * w for w in widths]), *(line([r[k] for k in keys]) for r in rows)])
+    return "\n".join([line(heads), line(["-" * w for w in widths]), *(line([r[k] for k in keys]) for r in rows)])
 
 
 def checkpoints(sessions: dict[str, Session], every: int = 20) -> str:
@@ -308,15 +315,15 @@ def checkpoints(sessions: dict[str, Session], every: int = 20) -> str:
     marks = [1, *range(every, last, every), last]
 
     def row(label: str, values: list) -> str:
-        return f"{label:22}" + "".join(f"{v:>10,}" if isinstance(v, int) else f"{v:>10}" for v in values)
+        return pad(label, 22) + "".join(f"{v:>10,}" if isinstance(v, int) else f"{v:>10}" for v in values)
 
     lines = []
-    for title, series in (("input tokens of call", lambda s: s.per_call),
-                          ("input tokens so far", lambda s: list(itertools.accumulate(s.per_call)))):
+    for title, series in ((say("wl_of_call"), lambda s: s.per_call),
+                          (say("wl_so_far"), lambda s: list(itertools.accumulate(s.per_call)))):
         lines.append(row(title, marks))
         lines += [row(label, [series(s)[n - 1] if n <= len(s.per_call) else "-" for n in marks])
                   for label, s in sessions.items()]
         lines.append("")
     total = sessions["none"].input_tokens
-    lines.append(row("parabola", [round(total * (n / last) ** 2) for n in marks]))
+    lines.append(row(say("wl_parabola"), [round(total * (n / last) ** 2) for n in marks]))
     return "\n".join(lines)

@@ -76,6 +76,17 @@ def test_precise_descriptions_cost_more_and_vague_ones_miss_the_indirect_time_qu
     assert row.tool_calls == [] and row.reasons[0] == 'missing call: get_current_time {"timezone": "Asia/Tokyo"}'
 
 
+def test_the_verdicts_do_not_depend_on_the_learners_language(reports, monkeypatch):
+    """Under MINIAGENT_LANG=zh the built-in tools' errors are Chinese: a task that checks the error was
+    reported accepts it in either language, so both editions of notebook 13 grade the same."""
+    monkeypatch.setenv("MINIAGENT_LANG", "zh")
+    monkeypatch.setattr(builtin_tools, "now", lambda: datetime(2026, 5, 9, 6, 23, 11, tzinfo=timezone.utc))
+    chinese = evals.run(evals.CONFIGS["precise"], evals.load_tasks(), miniagent.connect(offline=True, quiet=True))
+    assert [(r.id, r.passed) for r in chinese.rows] == [(r.id, r.passed) for r in reports["precise"].rows]
+    row = next(r for r in chinese.rows if r.id == "cheap-hello")
+    assert row.reasons == ["超出预算：510 token > 400"]  # the reasons in the learner's language
+
+
 def test_the_tables_print(reports):
     table = reports["precise"].table()
     assert "33/36 passed (92%)" in table and "over budget: 510 tokens > 400" in table
