@@ -42,6 +42,9 @@ LINK_TARGET = re.compile(r"\]\([^)]*\)")
 # English side is the English notebook's code, so only the Chinese side is checked.
 LITERALS = re.compile(r"^<!-- code:[^>]*-->\n(?:(?!<!-- ).*(?:\n|$))*", re.M)
 ENGLISH_SIDE = re.compile(r"^.*? → ", re.M)
+# On the Chinese side, code is not prose either: an f-string's {fields} and names with a dot or a slash
+# in them (miniagent/agent.py, agent.trace).
+CODE_IN_LITERAL = re.compile(r"\{[^{}\n]*\}|[\w-]+(?:[./][\w-]+)+")
 
 
 def prose(markdown: str) -> str:
@@ -49,7 +52,7 @@ def prose(markdown: str) -> str:
     translated literals blanked (line numbers kept)."""
     def blank(match: re.Match) -> str:
         return re.sub(r"[^\n]", " ", match.group(0))
-    markdown = LITERALS.sub(lambda m: ENGLISH_SIDE.sub(blank, m.group(0)), markdown)
+    markdown = LITERALS.sub(lambda m: CODE_IN_LITERAL.sub(blank, ENGLISH_SIDE.sub(blank, m.group(0))), markdown)
     for pattern in (COMMENT, FENCE, INLINE, LINK_TARGET):
         markdown = pattern.sub(blank, markdown)
     return markdown
@@ -162,3 +165,11 @@ def test_the_chinese_edition_tells_the_learner_to_open_the_chinese_edition():
 def test_a_translated_literal_is_checked_on_its_chinese_side_only():
     markdown = '<!-- en:0123456789ab -->\n正文\n\n<!-- code:cell-03 -->\n"What is an agent?" → "什么是智能体？"\n'
     assert hits(markdown, ["agent", "智能体"]) == [(5, "智能体")]
+
+
+def test_code_on_a_literals_chinese_side_is_not_prose():
+    """An f-string's fields and a dotted or slashed name are code; the words around them are prose."""
+    markdown = ('<!-- en:0123456789ab -->\n正文\n\n<!-- code:cell-07 -->\n'
+                'f"x {len(agent.trace)}" → f"{miniagent.agent.__name__}：miniagent/agent.py 有 {n} 行"\n'
+                '"an agent" → "一个 agent"\n')
+    assert hits(markdown, ["agent"]) == [(6, "agent")]
