@@ -69,8 +69,8 @@ def outputs_text(path: Path) -> list[str]:
 # Each pattern has an English and a Chinese form (the Chinese edition prints its labels in Chinese).
 PRINTED_TWICE = [
     ("07_async_serving.ipynb", r"CPU: ([\d.]+ ms) per conversation|CPU：每个对话 ([\d.]+ ms)"),
-    ("13_production.ipynb", r"6 concurrent tools:?\s+(?:([\d.]+ s) one after another, ([\d.]+ s) together"
-                            r"|逐个执行 ([\d.]+ s)，同时执行 ([\d.]+ s))"),
+    ("13_production.ipynb", r"6 concurrent tools:?\s+([\d.]+ s) one after another, ([\d.]+ s) together"
+                            r"|逐个执行 ([\d.]+ s)，同时执行 ([\d.]+ s)"),
 ]
 
 

@@ -139,7 +139,7 @@ print(f"WINDOW = {workload.WINDOW}, BUDGET = {workload.BUDGET:,}, RESERVE = {wor
 # %%
 sessions = {"none": none} | {label: run_session(policy) for label, policy in workload.policies(llm).items()}
 for label, s in sessions.items():
-    print(f"{label:22} completed: {s.ending:14} largest call: {s.largest_call:6,} input tokens")
+    print(f"{label:22} largest call: {s.largest_call:6,} input tokens, completed: {s.ending}")
 naive = sessions["naive window"]
 if naive.broke:
     print(f"\nthe naive window at turn {naive.broke[0]}:\n  {naive.broke[1]}")

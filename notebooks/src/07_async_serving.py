@@ -178,11 +178,14 @@ async def adrive(steps, do):
 # A scripted model that first asks for the clock, and a clock tool, done both ways:
 
 # %%
+QUESTION = "What time is it?"
+
+
 def do(need):
     kind, value = need
     if kind == "tool":
         return "12:00"
-    return "tool:clock" if value == "What time is it?" else f"It is {value}."
+    return "tool:clock" if value == QUESTION else f"It is {value}."
 
 
 async def ado(need):
@@ -190,8 +193,8 @@ async def ado(need):
     return do(need)
 
 
-print(drive(rules("What time is it?"), do))
-print(await adrive(rules("What time is it?"), ado))
+print(drive(rules(QUESTION), do))
+print(await adrive(rules(QUESTION), ado))
 
 # %% [markdown]
 # The package's loop has this shape. `Loop.steps()` in `miniagent/loop.py` yields four

@@ -229,12 +229,13 @@ for parallel in (False, True):
     agent = Agent(llm, SLOW_TOOLS, parallel=parallel)
     agent.run(DEMO)
     times[parallel], called[parallel] = time.perf_counter() - started, len(agent.trace.of_type("tool_call"))
+lesson = "6 concurrent tools"
 if min(called.values()) < 2:  # live, a small model may call one tool, or none
-    measured("6 concurrent tools", f"not measured: the model made {called[False]} and {called[True]} tool calls, "
-                                   "too few to run at once")
+    measured(lesson, f"not measured: the model made {called[False]} and {called[True]} tool calls, "
+                     "too few to run at once")
 else:
-    measured("6 concurrent tools", f"{times[False]:.2f} s one after another, {times[True]:.2f} s together, "
-                                   f"{times[False] / times[True]:.1f}x faster")
+    measured(lesson, f"{times[False]:.2f} s one after another, {times[True]:.2f} s together, "
+                     f"{times[False] / times[True]:.1f}x faster")
 
 # %% [markdown]
 # ## 7. Trace before you go live
@@ -247,12 +248,13 @@ else:
 tracer = Tracer()
 uneven = [slow(t, 0.15) if t.name == "get_weather" else t for t in default_tools()]
 Agent(llm, uneven, tracer=tracer).run(DEMO)
+lesson = "7 tracing"
 if not tracer.of_kind("tool"):  # live, a small model may call no tool
-    measured("7 tracing", f"{len(tracer.spans)} spans, none of them a tool call: the model called no tool")
+    measured(lesson, f"{len(tracer.spans)} spans, none of them a tool call: the model called no tool")
 else:
     slowest = tracer.slowest(kind="tool", n=1)[0]
-    measured("7 tracing", f"{len(tracer.spans)} spans; the slowest tool call is {slowest.name} "
-                          f"({slowest.seconds:.2f} s)")
+    measured(lesson, f"{len(tracer.spans)} spans; the slowest tool call is {slowest.name} "
+                     f"({slowest.seconds:.2f} s)")
 
 # %% [markdown]
 # ## The warning: never `eval` what a model or a user wrote
