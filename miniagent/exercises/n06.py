@@ -142,8 +142,10 @@ def check_06_2(tool_inputs: Any) -> None:
         want = wants[what]
         if dict(got) == want:
             continue
-        wrong = next((i for i in sorted(set(want) | set(got), key=str) if dict(got).get(i, "?") != want.get(i, "?")),
-                     None)
+        # the first block that differs; of a key 1 and a key "1", the int first (its hint says what the keys
+        # must be), whatever order the set holds them in (str hashes change with every process)
+        wrong = next((i for i in sorted(set(want) | set(got), key=lambda i: (str(i), isinstance(i, str)))
+                      if dict(got).get(i, "?") != want.get(i, "?")), None)
         if wrong not in got:
             hint = ": every tool_use block has an entry, keyed by its index (the int), finished or not"
             hint_zh = "：每个 tool_use block 都要有一项，以它的 index（一个 int）为键，不管它完整与否"
