@@ -26,46 +26,28 @@ help:  ## list the targets
 
 setup: $(STAMP)  ## create .venv and install requirements.txt + the package
 
-# The index the learner configured for pip (PIP_INDEX_URL / PIP_EXTRA_INDEX_URL, else pip.conf via
-# `pip config`: a domestic mirror, say) handed to uv, which reads neither; pip reads them itself.
-# Recursive (=): looked up only by the install recipes that use it.
-PIP_INDEX = $(or $(PIP_INDEX_URL),$(shell $(PYTHON) -m pip config get global.index-url 2>/dev/null))
-PIP_EXTRA = $(or $(PIP_EXTRA_INDEX_URL),$(shell $(PYTHON) -m pip config get global.extra-index-url 2>/dev/null))
-# pip allows several extra indexes (space- or line-separated): each gets its own --extra-index-url; and pip
-# takes the best version from all of them, which uv does only when told (else only the first index that has it).
-UV_INDEX = $(if $(strip $(PIP_INDEX)),--index-url $(strip $(PIP_INDEX))) $(foreach url,$(PIP_EXTRA),--extra-index-url $(url)) $(if $(strip $(PIP_EXTRA)),--index-strategy unsafe-best-match)
+# The learner's commands (setup, lab, lab-zh, test, test-zh, the student editions, serve, demo) are
+# course.py's, which runs without make too (Windows): `make lab` is `python course.py lab`, so the two
+# never drift. It installs on first use: .venv with uv (pip when uv cannot be had), the index pip is
+# told to use (PIP_INDEX_URL, pip.conf: a mirror) handed to uv, and a stamp holding the hash of
+# requirements.txt and pyproject.toml, so a later run reinstalls only when they change.
+COURSE := $(PYTHON) course.py
 
-# Reinstalls only when requirements.txt or pyproject.toml change.
-# uv installs the stack in seconds; plain pip is the fallback.
-$(STAMP): requirements.txt pyproject.toml
-	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
-	@echo "Installing into $(VENV) (first run only: about 700 MB, a minute with uv)..."
-	@if $(PY) -m pip install -q --disable-pip-version-check uv >/dev/null 2>&1 && $(VENV)/bin/uv --version >/dev/null 2>&1; then \
-		$(VENV)/bin/uv pip install $(UV_INDEX) --python $(PY) -r requirements.txt -e . ; \
-	else \
-		echo "uv unavailable; using pip (slower)"; \
-		$(PY) -m pip install --progress-bar on -r requirements.txt -e . ; \
-	fi
-	@touch $(STAMP)
-
-# Jupyter refuses to run as root (containers, CI) unless told it may.
-ROOT_FLAG := $(if $(filter 0,$(shell id -u 2>/dev/null)),--allow-root,)
+$(STAMP): requirements.txt pyproject.toml course.py
+	@$(COURSE) setup
 
 lab: $(STAMP)  ## open JupyterLab at the notebooks (offline unless ANTHROPIC_API_KEY is set)
-	$(VENV)/bin/jupyter lab --notebook-dir=notebooks --port=$(PORT) $(ROOT_FLAG)
+	$(COURSE) lab --port $(PORT)
 
 # The Chinese edition in JupyterLab's Chinese UI: the language pack is in requirements.txt; the UI
-# language is a setting, kept in a settings folder of its own so that `make lab` stays English.
-ZH_SETTINGS := $(CURDIR)/.jupyter-zh/user-settings
+# language is a setting, kept in a settings folder of its own (.jupyter-zh/) so that `make lab` stays English.
 lab-zh: $(STAMP)  ## 中文版: JupyterLab at notebooks/zh/, with the Chinese UI (离线运行，除非设置了 ANTHROPIC_API_KEY)
-	@mkdir -p "$(ZH_SETTINGS)/@jupyterlab/translation-extension"
-	@echo '{"locale": "zh_CN"}' > "$(ZH_SETTINGS)/@jupyterlab/translation-extension/plugin.jupyterlab-settings"
-	JUPYTERLAB_SETTINGS_DIR="$(ZH_SETTINGS)" MINIAGENT_LANG=zh $(VENV)/bin/jupyter lab --notebook-dir=notebooks/zh --port=$(PORT) $(ROOT_FLAG)
+	$(COURSE) lab-zh --port $(PORT)
 
 NBVAL := --nbval --nbval-current-env --nbval-sanitize-with tests/nbval-sanitize.cfg
 # The clock the built-in tools read while notebooks are tested and saved (builtin_tools.now): the
 # answers' weekday and token counts follow from it, so a fixed one makes them the same on every day.
-# scripts/nbtools.py sets the same (a test checks they agree); make lab leaves the real clock.
+# course.py and scripts/nbtools.py set the same (a test checks they agree); make lab leaves the real clock.
 NOTEBOOK_CLOCK := 2026-05-09T06:23:11Z
 
 # The everyday run leaves out what has its own target below, which CI runs: the official
@@ -77,7 +59,7 @@ NOTEBOOK_CLOCK := 2026-05-09T06:23:11Z
 # so a third worker fills those waits. Measured warm on this 2-core machine, 2,743 tests:
 # 57 s (70 s when the left-out modules were imported and each worker's exit collected garbage).
 test: $(STAMP)  ## unit tests + every notebook compared against its saved outputs (offline)
-	MINIAGENT_OFFLINE=1 MINIAGENT_CLOCK=$(NOTEBOOK_CLOCK) $(PY) -m pytest -n 3 --dist loadscope tests notebooks $(NBVAL) -p no:cacheprovider -m "not sdk and not fuzz and not harness and not memory and not postgres and not bench and not workers and not presets"
+	$(COURSE) test
 
 test-unit: $(STAMP)  ## unit tests only (as make test runs them, without the notebooks)
 	MINIAGENT_OFFLINE=1 $(PY) -m pytest -n 2 tests -p no:cacheprovider -m "not sdk and not fuzz and not harness and not memory and not postgres and not bench and not workers and not presets"
@@ -91,13 +73,7 @@ test-props: $(STAMP)  ## every property test at 1,000 examples (make test runs 1
 CLIENTS_STAMP := $(VENV)/.installed-clients
 
 $(CLIENTS_STAMP): $(STAMP) requirements-clients.txt
-	@echo "Installing the third-party clients into $(VENV) (first run of make test-clients only)..."
-	@if $(VENV)/bin/uv --version >/dev/null 2>&1; then \
-		$(VENV)/bin/uv pip install $(UV_INDEX) -q --python $(PY) -r requirements-clients.txt -c requirements.txt ; \
-	else \
-		$(PY) -m pip install -q -r requirements-clients.txt -c requirements.txt ; \
-	fi
-	@touch $(CLIENTS_STAMP)
+	@$(COURSE) install requirements-clients.txt $(CLIENTS_STAMP) requirements.txt
 
 test-bench: $(STAMP)  ## the benchmarks' own tests: every claim `make bench` prints is named, measured and holds
 	MINIAGENT_OFFLINE=1 $(PY) -m pytest -n 2 tests -m bench -p no:cacheprovider
@@ -119,7 +95,7 @@ test-notebooks: $(STAMP)  ## notebooks only, compared against their saved output
 # code is the English code but for the literals each cell declares translated, and that both runs
 # make the same calls.
 test-zh: $(STAMP)  ## 中文版: every Chinese notebook compared against its saved outputs (nbval, MINIAGENT_LANG=zh)
-	MINIAGENT_OFFLINE=1 MINIAGENT_LANG=zh MINIAGENT_CLOCK=$(NOTEBOOK_CLOCK) $(PY) -m pytest -n 3 --dist loadscope notebooks/zh $(NBVAL) -p no:cacheprovider -o addopts="-q -p no:langsmith_plugin"
+	$(COURSE) test-zh
 
 test-ui: $(STAMP)  ## browser tests (headless Chromium): 05's chat widget, approving a tool in the chat, a student notebook's check, every diagram, a page calling the mock, the serve page
 	@(command -v chromium >/dev/null && fc-list | grep -qi wqy) || (apt-get update -qq && apt-get install -y -qq chromium fonts-wqy-zenhei >/dev/null)
@@ -146,12 +122,7 @@ $(POSTGRES_STAMP): $(STAMP) requirements-postgres.txt
 	@v=$$(ls /usr/lib/postgresql | sort -V | tail -n 1); \
 	if [ ! -e /usr/share/postgresql/$$v/extension/vector.control ] && apt-cache show postgresql-$$v-pgvector >/dev/null 2>&1; then \
 		DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends postgresql-$$v-pgvector >/dev/null; fi
-	@if $(VENV)/bin/uv --version >/dev/null 2>&1; then \
-		$(VENV)/bin/uv pip install $(UV_INDEX) -q --python $(PY) -r requirements-postgres.txt -c requirements.txt ; \
-	else \
-		$(PY) -m pip install -q -r requirements-postgres.txt -c requirements.txt ; \
-	fi
-	@touch $(POSTGRES_STAMP)
+	@$(COURSE) install requirements-postgres.txt $(POSTGRES_STAMP) requirements.txt
 
 test-postgres: $(POSTGRES_STAMP)  ## memory and retrieval on a throwaway PostgreSQL (Debian's packages, installed on first use): the same tests, cross-process recall, concurrent writers
 	MINIAGENT_OFFLINE=1 MINIAGENT_PG_REQUIRED=1 scripts/with_postgres.sh $(PY) -m pytest -n 2 tests -m postgres -p no:cacheprovider
@@ -180,6 +151,9 @@ local-model: $(STAMP)  ## a real local model: build llama.cpp's server once (cac
 	$(CXX_CHECK)
 	$(PY) scripts/local_model.py serve
 
+# Jupyter refuses to run as root (containers, CI) unless told it may.
+ROOT_FLAG := $(if $(filter 0,$(shell id -u 2>/dev/null)),--allow-root,)
+
 lab-local: $(STAMP)  ## JupyterLab live against the local model (llama.cpp + SmolLM2-135M, the Messages API)
 	$(CXX_CHECK)
 	$(PY) scripts/local_model.py run -- $(VENV)/bin/jupyter lab --notebook-dir=notebooks --port=$(PORT) $(ROOT_FLAG)
@@ -203,18 +177,16 @@ notebooks: $(STAMP)  ## build notebooks/src/*.py into .ipynb, run each offline i
 .PHONY: student lab-student test-student student-zh lab-student-zh
 
 student: $(STAMP)  ## write the student edition (no reference solutions) to student/, keeping notebooks already there
-	$(PY) scripts/nbtools.py student student notebooks/[0-9]*.ipynb
+	$(COURSE) student
 
-lab-student: student  ## open JupyterLab at the student edition in student/ (offline unless ANTHROPIC_API_KEY is set)
-	$(VENV)/bin/jupyter lab --notebook-dir=student --port=$(PORT) $(ROOT_FLAG)
+lab-student: $(STAMP)  ## open JupyterLab at the student edition in student/ (written first; offline unless ANTHROPIC_API_KEY is set)
+	$(COURSE) lab-student --port $(PORT)
 
 student-zh: $(STAMP)  ## 中文版的学生版: the Chinese student edition in student/zh/ (no reference solutions; notebooks already there are kept)
-	$(PY) scripts/nbtools.py student student/zh notebooks/zh/[0-9]*.ipynb
+	$(COURSE) student-zh
 
-lab-student-zh: student-zh  ## the Chinese student edition in JupyterLab's Chinese UI
-	@mkdir -p "$(ZH_SETTINGS)/@jupyterlab/translation-extension"
-	@echo '{"locale": "zh_CN"}' > "$(ZH_SETTINGS)/@jupyterlab/translation-extension/plugin.jupyterlab-settings"
-	JUPYTERLAB_SETTINGS_DIR="$(ZH_SETTINGS)" MINIAGENT_LANG=zh $(VENV)/bin/jupyter lab --notebook-dir=student/zh --port=$(PORT) $(ROOT_FLAG)
+lab-student-zh: $(STAMP)  ## the Chinese student edition in JupyterLab's Chinese UI (written first)
+	$(COURSE) lab-student-zh --port $(PORT)
 
 test-student: $(STAMP)  ## every student notebook run offline (each check must say "not yet"); nbval's strictness; a rebuild saves one run
 	MINIAGENT_OFFLINE=1 $(PY) -m pytest -n 2 tests/check_student_edition.py tests/test_nbval_strict.py tests/test_nbtools_one_run.py tests/test_reading_time.py -p no:cacheprovider
@@ -222,16 +194,16 @@ test-student: $(STAMP)  ## every student notebook run offline (each check must s
 SERVE_PORT ?= 8000
 
 serve: $(STAMP)  ## the agent as a web service with a chat page at http://127.0.0.1:8000/ (SERVE_PORT=N for another port)
-	$(PY) -m miniagent serve --port $(SERVE_PORT)
+	$(COURSE) serve --serve-port $(SERVE_PORT)
 
 serve-zh: $(STAMP)  ## 中文版: the web service, its page and its messages in Chinese (网页和提示都是中文)
-	MINIAGENT_LANG=zh $(PY) -m miniagent serve --port $(SERVE_PORT)
+	$(COURSE) serve-zh --serve-port $(SERVE_PORT)
 
 demo: $(STAMP)  ## the article's demo question, in the terminal
-	$(PY) -m miniagent --verbose "现在几点了？顺便帮我算一下 (1024 + 768) * 2，再告诉我北京和上海的天气。"
+	$(COURSE) demo
 
 demo-zh: $(STAMP)  ## 中文版: the demo, printed as the article prints it (--- 第 1 轮 ---, 调用工具, 最终答案)
-	MINIAGENT_LANG=zh $(PY) -m miniagent --verbose "现在几点了？顺便帮我算一下 (1024 + 768) * 2，再告诉我北京和上海的天气。"
+	$(COURSE) demo-zh
 
 eval: $(STAMP)  ## grade two agent configurations (precise vs vague tool descriptions) on a 36-task suite: pass rate, tokens, cost, and a chart in evals.png (offline unless ANTHROPIC_API_KEY is set)
 	$(PY) -m miniagent.evals --plot evals.png
