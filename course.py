@@ -25,7 +25,8 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent
-VENV = ROOT / ".venv"
+# The environment's folder: .venv, or another for a second Python (MINIAGENT_VENV=.venv-3.13).
+VENV = ROOT / (os.environ.get("MINIAGENT_VENV", "").strip() or ".venv")
 WINDOWS = os.name == "nt"
 
 
@@ -94,6 +95,19 @@ def index_options() -> list[str]:
     return options + (["--index-strategy", "unsafe-best-match"] if extra else [])
 
 
+def venv_python_version() -> str:
+    """The Python (major.minor) that made .venv, from its pyvenv.cfg; "" when there is none."""
+    try:
+        config = (VENV / "pyvenv.cfg").read_text(encoding="utf-8")
+    except OSError:
+        return ""
+    for line in config.splitlines():
+        key, _, value = line.partition("=")
+        if key.strip() in ("version", "version_info"):
+            return ".".join(value.strip().split(".")[:2])
+    return ""
+
+
 def uv() -> Path | None:
     """uv in the .venv (installed there with pip when missing), or None: then plain pip does the work."""
     path = BIN / program("uv")
@@ -117,6 +131,12 @@ def install(requirements: str = "requirements.txt", constraints: str | None = No
     main_list = stamp is None
     stamp = STAMP if stamp is None else stamp
     digest = wanted() if main_list else hashlib.sha256((ROOT / requirements).read_bytes()).hexdigest()
+    made_by = venv_python_version()
+    if made_by and made_by != "%d.%d" % sys.version_info[:2] and main_list:
+        show(say(f"note: {VENV.name} was made by Python {made_by}, so the course runs on {made_by}, not on this "
+                 f"{sys.version.split()[0]}. For this one: MINIAGENT_VENV=.venv-{sys.version_info[0]}.{sys.version_info[1]}",
+                 f"注意：{VENV.name} 是用 Python {made_by} 建的，课程在 {made_by} 上运行，而不是这里的 "
+                 f"{sys.version.split()[0]}。要用这个版本：MINIAGENT_VENV=.venv-{sys.version_info[0]}.{sys.version_info[1]}"))
     if PY.exists() and stamp.exists() and stamp.read_text(encoding="utf-8").strip() == digest:
         os.utime(stamp)  # make compares times: tell it this install is current
         return

@@ -172,7 +172,7 @@ def step(name: str) -> None:
 ENGLISH = {"run": "Run", "run all": "Run All Cells", "screenshot": "chat.png", "folder": "", "you": "You:",
            "tool": "tool: "}
 CHINESE = {"run": "运行", "run all": "运行所有单元格", "screenshot": "chat-zh.png", "folder": "zh/", "you": "你：",
-           "tool": "工具: "}
+           "tool": "工具："}
 
 
 def drive(page, base: str, token: str, labels: dict = ENGLISH) -> None:
