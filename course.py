@@ -246,12 +246,18 @@ def usage() -> str:
     lines = ["miniagent: build an LLM agent from scratch (offline by default)", "",
              "usage: python course.py COMMAND [--port N] [--serve-port N]", ""]
     lines += [f"  {name:15} {what}" for name, (what, _) in COMMANDS.items()]
-    lines += ["", "With make, `make COMMAND` is the same; `make help` lists the other targets (CI, benchmarks)."]
+    lines += [f"  {'python ARGS':15} the course's Python (in .venv) with ARGS, e.g. python course.py python -m miniagent --help",
+              "", "With make, `make COMMAND` is the same; `make help` lists the other targets (CI, benchmarks)."]
     return "\n".join(lines)
 
 
 def main(argv: list[str] | None = None) -> int:
     import argparse
+
+    argv = sys.argv[1:] if argv is None else argv
+    if argv[:1] == ["python"]:  # python course.py python ARGS: the .venv's Python, whatever the system names it
+        install()
+        return run([str(PY), *argv[1:]])
 
     parser = argparse.ArgumentParser(prog="python course.py", add_help=False)
     parser.add_argument("command", nargs="?", default="help")

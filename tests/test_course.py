@@ -136,3 +136,31 @@ def test_a_console_that_cannot_show_a_character_gets_an_escape(monkeypatch, caps
     monkeypatch.setattr(module.sys, "stdout", Console())
     module.show("安装 🎉 done")
     assert Console.text == "安装 \\U0001f389 done\n"
+
+
+def test_the_workflows_run_the_learners_commands_on_every_system_and_python():
+    """CI for forks: Linux, macOS, Windows x Python 3.11-3.13, each running course.py as a learner does,
+    and one check that waits for all of them."""
+    import yaml
+
+    workflow = yaml.safe_load((ROOT / ".github" / "workflows" / "test.yml").read_text(encoding="utf-8"))
+    job = workflow["jobs"]["test"]
+    matrix = job["strategy"]["matrix"]
+    assert set(matrix["os"]) == {"ubuntu-latest", "macos-latest", "windows-latest"}
+    assert matrix["python"] == ["3.11", "3.12", "3.13"] and job["strategy"]["fail-fast"] is False
+    commands = [step["run"] for step in job["steps"] if "run" in step]
+    known = load().COMMANDS
+    for command in commands:
+        words = command.split()
+        assert words[:2] == ["python", "course.py"] and (words[2] in known or words[2] == "python"), command
+    assert {c.split()[2] for c in commands} >= {"setup", "test", "test-zh", "python"}
+    assert job["defaults"]["run"]["shell"] == "bash"
+    waits = workflow["jobs"]["all"]
+    assert set(waits["needs"]) == set(workflow["jobs"]) - {"all"} and waits["if"] == "always()"
+    assert all(f"needs.{name}.result" in waits["steps"][0]["run"] for name in waits["needs"])
+
+
+def test_course_python_runs_the_courses_python():
+    run = subprocess.run([sys.executable, "course.py", "python", "-c", "import sys, miniagent; print(sys.prefix)"],
+                         cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert run.returncode == 0 and Path(run.stdout.splitlines()[-1]).resolve() == load().VENV.resolve(), run.stderr
