@@ -20,6 +20,7 @@ from miniagent.__main__ import DEMO_QUESTION, main
 from miniagent.mock import MockAPI, scripts
 from miniagent.mock.server import serve_in_thread
 from miniagent.events import Trace
+from portable import selects_a_pipe, sends_ctrl_c
 
 ROOT = Path(__file__).resolve().parent.parent
 FIXED = datetime(2026, 5, 9, 6, 23, 11, tzinfo=timezone.utc)
@@ -151,6 +152,8 @@ def test_the_trace_of_a_streamed_run_has_the_events_of_an_unstreamed_one(tmp_pat
 # --- as a real process, against the mock over HTTP, paced ------------------------------------------------
 
 
+@sends_ctrl_c
+@selects_a_pipe
 def test_ctrl_c_while_the_answer_streams_exits_130_with_the_trace(tmp_path):
     """The first words show while the rest is still coming (paced at 2 tokens a second, so the
     whole answer would take seconds); Ctrl-C then ends the run with 130 and the trace written."""

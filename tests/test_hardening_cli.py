@@ -15,6 +15,7 @@ import pytest
 import miniagent.client
 from miniagent.__main__ import DEMO_QUESTION, main
 from miniagent.events import Trace
+from portable import sends_ctrl_c
 
 ROOT = Path(__file__).resolve().parent.parent
 KEYS = ("ANTHROPIC_API_KEY", "MINIAGENT_OFFLINE", "ANTHROPIC_BASE_URL", "MINIAGENT_MODEL",
@@ -36,6 +37,7 @@ def run_cli(*args: str | bytes, **env: str) -> subprocess.CompletedProcess:
 # --- Ctrl-C during parallel tools -------------------------------------------------------------
 
 
+@sends_ctrl_c
 def test_sigint_during_parallel_tools_exits_130_at_once_with_the_trace(tmp_path):
     trace = tmp_path / "t.jsonl"
     proc = subprocess.Popen([sys.executable, str(ROOT / "tests" / "cli_slow_tool.py"), "--trace", str(trace),

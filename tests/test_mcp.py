@@ -17,6 +17,7 @@ from miniagent import Agent, connect
 from miniagent.mcp import (LEGACY_PROTOCOL_VERSION, MCPClient, MCPError, MCPTimeoutError, clean_description,
                            fingerprint, tools)
 from miniagent.tools import ToolRegistry
+from portable import process_gone
 
 SERVER = str(Path(__file__).with_name("mcp_servers.py"))
 DEMO = "现在几点了？顺便帮我算一下 (1024 + 768) * 2，再告诉我北京和上海的天气。"
@@ -28,13 +29,7 @@ def server(mode: str, **options) -> MCPClient:
 
 def gone(client: MCPClient) -> bool:
     """The child has exited and been reaped: no process with its pid is left."""
-    if client.proc.poll() is None:
-        return False
-    try:
-        os.kill(client.proc.pid, 0)
-    except ProcessLookupError:
-        return True
-    return False
+    return process_gone(client.proc)
 
 
 def run_call(registry: ToolRegistry, name: str, arguments: dict) -> dict:

@@ -38,6 +38,7 @@ from miniagent.mock import MockAPI, scripts  # noqa: E402
 from miniagent.serve import MAX_CONNECTIONS_PER_CLIENT, create_app, event_stream  # noqa: E402
 from miniagent.streaming import parse  # noqa: E402
 from miniagent.tools import tool  # noqa: E402
+from portable import second_loopback_address, sends_ctrl_c  # noqa: E402
 
 KEY = "sk-ant-serve-test-RECOGNISABLE-fake-key-0042"
 BASE = "http://127.0.0.1:8000"
@@ -480,6 +481,8 @@ def test_a_port_in_use_is_a_clear_error(capsys):
     assert "pick another with --port" in capsys.readouterr().err
 
 
+@sends_ctrl_c
+@second_loopback_address
 def test_python_m_miniagent_serve_serves_until_ctrl_c():
     server = subprocess.Popen([sys.executable, "-m", "miniagent", "serve", "--port", "0"], stdout=subprocess.PIPE,
                               stderr=subprocess.PIPE, text=True, env={**os.environ, "MINIAGENT_OFFLINE": "1"})

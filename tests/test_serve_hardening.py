@@ -27,6 +27,7 @@ from test_serve import KEY, WAIT, agents, blocking_tool, events_of, parse_lines,
 from miniagent.messages import conversation_error  # noqa: E402
 from miniagent.mock import MockAPI  # noqa: E402
 from miniagent.serve import CANCELLED, STILL_RUNNING, GuardedH11Protocol, create_app  # noqa: E402
+from portable import second_loopback_address  # noqa: E402
 from miniagent.tools import tool  # noqa: E402
 
 
@@ -232,6 +233,7 @@ def nothing_yet(conn: socket.socket) -> bool:
     return not select.select([conn], [], [], 0)[0]
 
 
+@second_loopback_address
 def test_a_slow_client_holds_no_more_than_its_cap_and_others_are_served_meanwhile():
     async def scenario():
         app = create_app(agent_factory=agents())
