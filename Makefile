@@ -17,7 +17,7 @@ export MINIAGENT_LANG := en
 unexport PYTHONDONTWRITEBYTECODE
 
 .DEFAULT_GOAL := help
-.PHONY: help setup lab lab-zh serve-zh demo-zh test test-zh test-binder test-unit test-props test-bench test-memory test-workers test-clients test-notebooks test-ui test-postgres test-live test-real local-model lab-local notebooks serve demo eval soak classroom bench lint clean
+.PHONY: help setup lab lab-zh serve-zh demo-zh test test-zh test-wheel test-binder test-unit test-props test-bench test-memory test-workers test-clients test-notebooks test-ui test-postgres test-live test-real local-model lab-local notebooks serve demo eval soak classroom bench lint clean
 
 help:  ## list the targets
 	@echo "miniagent: build an LLM agent from scratch (offline by default)"
@@ -62,7 +62,7 @@ test: $(STAMP)  ## unit tests + every notebook compared against its saved output
 	$(COURSE) test
 
 test-unit: $(STAMP)  ## unit tests only (as make test runs them, without the notebooks)
-	MINIAGENT_OFFLINE=1 $(PY) -m pytest -n 2 tests -p no:cacheprovider -m "not sdk and not fuzz and not harness and not memory and not postgres and not bench and not workers and not presets"
+	MINIAGENT_OFFLINE=1 $(PY) -m pytest -n 2 tests -p no:cacheprovider -m "not sdk and not fuzz and not harness and not memory and not postgres and not bench and not workers and not presets and not wheel"
 
 test-props: $(STAMP)  ## every property test at 1,000 examples (make test runs 100 each), and the mock's fuzz test
 	MINIAGENT_OFFLINE=1 $(PY) -m pytest -n 2 tests -m "(hypothesis or fuzz) and not postgres" --hypothesis-profile=thorough -p no:cacheprovider
@@ -86,6 +86,9 @@ test-workers: $(STAMP)  ## the web service as notebook 07 prints it: four worker
 
 test-clients: $(CLIENTS_STAMP)  ## the official anthropic and openai SDKs, LangChain and pydantic-ai against the mock server; the MCP SDK against our MCP client and server (CI runs it)
 	MINIAGENT_OFFLINE=1 $(PY) -m pytest -n 2 tests -m sdk -p no:cacheprovider
+
+test-wheel: $(STAMP)  ## the course outside this repository, as Colab has it: the built wheel with its [course] extra in a fresh venv, every notebook (both editions) run from a temporary folder and compared (a few minutes)
+	$(PY) -m pytest tests/test_wheel.py -m wheel -p no:cacheprovider
 
 test-notebooks: $(STAMP)  ## notebooks only, compared against their saved outputs (nbval, strict)
 	MINIAGENT_OFFLINE=1 MINIAGENT_CLOCK=$(NOTEBOOK_CLOCK) $(PY) -m pytest -n 2 --dist loadscope notebooks $(NBVAL) -p no:cacheprovider

@@ -50,6 +50,29 @@ from nbconvert.preprocessors import CellExecutionError, ExecutePreprocessor
 from nbval.plugin import coalesce_streams
 
 
+# Where the course lives on GitHub, for the "Open in Colab" badge and the install cell every notebook
+# starts with: a fork builds with its own (MINIAGENT_REPOSITORY=me/miniagent make notebooks).
+REPOSITORY = os.environ.get("MINIAGENT_REPOSITORY", "").strip() or "OWNER/REPO"
+ELSEWHERE = ("colab", "install")  # the ids of those two cells, ahead of cell-00
+
+
+def elsewhere_cells(path: str) -> list:
+    """The two cells that let a notebook run outside this repository: a badge that opens it in Colab, and
+    a cell that installs the course there when it is missing (here, or wherever it is installed: nothing)."""
+    badge = nbformat.v4.new_markdown_cell(
+        "[![Open In Colab](https://colab.research.google.com/assets/colab-badge.svg)]"
+        f"(https://colab.research.google.com/github/{REPOSITORY}/blob/main/{path})")
+    install = nbformat.v4.new_code_cell(
+        "# Outside this repository (Colab, another Jupyter): install the course. Where it is installed, nothing happens.\n"
+        "import importlib.util, subprocess, sys\n"
+        "\n"
+        'if importlib.util.find_spec("miniagent") is None:\n'
+        f'    course = "miniagent[course] @ git+https://github.com/{REPOSITORY}"\n'
+        '    subprocess.run([sys.executable, "-m", "pip", "install", "-q", course], check=True)')
+    badge.id, install.id = ELSEWHERE
+    return [badge, install]
+
+
 def build(source: Path) -> Path:
     """Turn a percent-format .py file into notebooks/NAME.ipynb (outputs empty)."""
     cells, kind, tags, lines = [], None, [], []
@@ -78,7 +101,7 @@ def build(source: Path) -> Path:
     flush()
     for i, cell in enumerate(cells):
         cell.id = f"cell-{i:02d}"  # stable ids: a rebuild changes only what really changed
-    nb = nbformat.v4.new_notebook(cells=cells)
+    nb = nbformat.v4.new_notebook(cells=[*elsewhere_cells(f"notebooks/{source.stem}.ipynb"), *cells])
     target = source.parent.parent / (source.stem + ".ipynb")
     nbformat.write(nb, target)
     return target
@@ -385,7 +408,7 @@ def masked(source: str, pairs: list[tuple[str, str]], chinese: bool) -> str:
 
 def drift(nb: nbformat.NotebookNode, blocks: list[tuple[str, str]]) -> list[str]:
     """What keeps the translation from matching the notebook: one line per problem (none: in step)."""
-    english = [c for c in nb.cells if c.cell_type == "markdown"]
+    english = [c for c in nb.cells if c.cell_type == "markdown" and c.get("id") not in ELSEWHERE]
     problems = []
     if len(english) != len(blocks):
         problems.append(f"{len(english)} Markdown cells in English, {len(blocks)} blocks in Chinese")
@@ -446,8 +469,11 @@ def zh_edition(path: Path) -> Path:
         raise ValueError(f"{source}: <!-- code:... --> blocks for cells {sorted(set(literals) - ids)}, "
                          f"which are not code cells of {path.name}")
     chinese = iter(unwrap_cjk(text) for _, text in blocks)
+    badge = elsewhere_cells(f"notebooks/zh/{path.name}")[0]
     for cell in nb.cells:
-        if cell.cell_type == "markdown":
+        if cell.get("id") == badge.id:  # opens the Chinese edition
+            cell.source = badge.source
+        elif cell.cell_type == "markdown":
             cell.source = next(chinese)
         elif cell.get("id") in literals:
             cell.source = translate_code(cell.source, literals[cell.id], f"{source} <!-- code:{cell.id} -->")
@@ -469,7 +495,7 @@ def zh_template(path: Path) -> Path:
     old = read_translation(source) if source.exists() else []
     done = dict(old)
     parts = []
-    for i, cell in enumerate(c for c in nb.cells if c.cell_type == "markdown"):
+    for i, cell in enumerate(c for c in nb.cells if c.cell_type == "markdown" and c.get("id") not in ELSEWHERE):
         digest = cell_hash(cell.source)
         if digest in done:
             parts.append(f"<!-- en:{digest} -->\n{done[digest]}\n")

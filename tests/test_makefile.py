@@ -100,6 +100,7 @@ def test_the_notebooks_are_tested_and_saved_on_one_fixed_clock_and_learners_get_
         assert runs and all(f"MINIAGENT_CLOCK={nbtools.CLOCK} " in line for line in runs), (target, run.stdout)
     module = course()
     assert module.NOTEBOOK_CLOCK == nbtools.CLOCK  # make test and make test-zh are course.py's
+    assert f'NOTEBOOK_CLOCK = "{nbtools.CLOCK}"' in (ROOT / "tests" / "test_wheel.py").read_text()  # make test-wheel
     ran = []
     module.run = lambda args, **env: ran.append((args, env)) or 0
     for target in ("test", "test-zh", "lab", "lab-zh"):

@@ -81,3 +81,18 @@ def test_a_value_printed_twice_is_printed_the_same(name, pattern):
         assert len({i for i, _ in found}) >= 2, f"{path.name}: expected the value in two cells, found {found}"
         assert len({values for _, values in found}) == 1, \
             f"{path.name} prints {found}: one run's value beside another's (rebuild with make notebooks)"
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS + sorted((ROOT / "notebooks" / "zh").glob("[0-9]*.ipynb")),
+                         ids=lambda p: p.relative_to(ROOT / "notebooks").as_posix())
+def test_every_notebook_opens_in_colab_and_installs_the_course_there(path):
+    """Outside this repository (Colab, another Jupyter) a notebook installs the course itself; here,
+    where it is installed, that cell does nothing and shows nothing."""
+    badge, install, *_ = json.loads(path.read_text(encoding="utf-8"))["cells"]
+    where = path.relative_to(ROOT).as_posix()
+    assert badge["cell_type"] == "markdown" and "colab-badge.svg" in "".join(badge["source"])
+    assert f"https://colab.research.google.com/github/OWNER/REPO/blob/main/{where})" in "".join(badge["source"])
+    source = "".join(install["source"])
+    assert install["cell_type"] == "code" and install["outputs"] == [] and install["execution_count"] == 1
+    assert 'if importlib.util.find_spec("miniagent") is None:' in source
+    assert '"miniagent[course] @ git+https://github.com/OWNER/REPO"' in source

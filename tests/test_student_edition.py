@@ -99,9 +99,12 @@ def test_the_source_parser_collapses_solution_cells(tmp_path):
     source.write_text('# %% [markdown]\n# Try it.\n\n# %% tags=["exercise"]\nx = None\n\n'
                       '# %% tags=["check"]\nprint(x)\n\n# %% tags=["solution"]\nprint(1)\n')
     nb = nbformat.read(nbtools.build(source), as_version=4)
-    hidden = [c.metadata.get("jupyter", {}).get("source_hidden", False) for c in nb.cells]
+    assert [c.id for c in nb.cells[:2]] == list(nbtools.ELSEWHERE)  # the Colab badge and the install cell first
+    cells = nb.cells[2:]
+    hidden = [c.metadata.get("jupyter", {}).get("source_hidden", False) for c in cells]
     assert hidden == [False, False, False, True]
-    assert [tags(c) for c in nb.cells] == [[], ["exercise"], ["check"], ["solution"]]
+    assert [tags(c) for c in cells] == [[], ["exercise"], ["check"], ["solution"]]
+    assert [c.id for c in cells] == ["cell-00", "cell-01", "cell-02", "cell-03"]
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)

@@ -352,7 +352,7 @@ plt.show()
 # prompt is the company handbook of notebook 09, and a six-question session:
 
 # %%
-handbook = "\n\n".join(p.read_text() for p in sorted((Path(retrieval.__file__).parent / "data/docs/en").glob("*.md")))
+handbook = "\n\n".join(p.read_text(encoding="utf-8") for p in sorted((Path(retrieval.__file__).parent / "data/docs/en").glob("*.md")))
 SYSTEM = "You are the support assistant of Example Co. Use the handbook below when it helps.\n\n" + handbook
 SESSION = ["What's the weather in Paris?", "And in Tokyo?", "What is 17 * 23?", "现在几点了？",
            "What about the weather in London?", "Compute 2 ** 10"]
