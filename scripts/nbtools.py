@@ -367,12 +367,19 @@ def _string_tokens(source: str) -> list[tuple[int, int, str]]:
     starts = [0]  # offsets in the cell as written (a blanked magic line is shorter, but holds no string)
     for line in source.split("\n"):
         starts.append(starts[-1] + len(line) + 1)
-    found = []
+    found, fstring = [], []  # fstring: where each f-string still open began (they nest)
+    fstring_start = getattr(tokenize, "FSTRING_START", None)  # Python 3.12+ tokenizes an f-string in parts
     for tok in tokenize.generate_tokens(io.StringIO(python).readline):
-        if tok.type == tokenize.STRING:
-            begin = starts[tok.start[0] - 1] + tok.start[1]
-            end = starts[tok.end[0] - 1] + tok.end[1]
+        begin = starts[tok.start[0] - 1] + tok.start[1]
+        end = starts[tok.end[0] - 1] + tok.end[1]
+        if tok.type == tokenize.STRING and not fstring:
             found.append((begin, end, tok.string))
+        elif fstring_start is not None and tok.type == fstring_start:
+            fstring.append(begin)
+        elif fstring_start is not None and tok.type == tokenize.FSTRING_END:
+            begin = fstring.pop()
+            if not fstring:  # a whole f-string, as 3.11 gives it: one token
+                found.append((begin, end, source[begin:end]))
     return found
 
 

@@ -37,7 +37,8 @@ def test_the_venv_is_where_each_system_puts_it():
     assert (module.scripts(venv, windows=True) / module.program("python", windows=True)).as_posix() == \
         ".venv/Scripts/python.exe"
     assert (module.scripts(venv, windows=False) / module.program("uv", windows=False)).as_posix() == ".venv/bin/uv"
-    assert module.PY == ROOT / ".venv" / ("Scripts/python.exe" if os.name == "nt" else "bin/python")
+    assert module.PY == module.VENV / ("Scripts/python.exe" if os.name == "nt" else "bin/python")
+    assert module.VENV == ROOT / (os.environ.get("MINIAGENT_VENV") or ".venv")
 
 
 @pytest.fixture
