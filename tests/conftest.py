@@ -10,6 +10,7 @@ decides for all of them.
 import functools
 import gc
 import itertools
+import os
 import re
 from pathlib import Path
 from typing import Any
@@ -23,6 +24,13 @@ from hypothesis import settings
 settings.register_profile("everyday", max_examples=50, deadline=None)
 settings.register_profile("thorough", max_examples=1000, deadline=None)
 settings.load_profile("everyday")  # --hypothesis-profile=thorough (make test-props) overrides it
+
+# MINIAGENT_START_METHOD=spawn (or forkserver): every process the tests start through multiprocessing
+# starts that way, as on macOS and Windows (spawn) and on Linux from Python 3.14 (forkserver).
+if os.environ.get("MINIAGENT_START_METHOD"):
+    import multiprocessing
+
+    multiprocessing.set_start_method(os.environ["MINIAGENT_START_METHOD"], force=True)
 
 
 # --- what the everyday run never needs to import -------------------------------------------------
