@@ -274,6 +274,9 @@ class Notebook:
         return self.reading + sum(self.exercise_minutes)
 
 
+ELSEWHERE = ("colab", "install")  # the cells scripts/nbtools.py puts ahead of every notebook (nbtools.ELSEWHERE)
+
+
 def title_of(cells: list[dict]) -> str:
     """'08 · Other providers' from '# 08 · Other providers — one agent on ...' (or its Chinese '：')."""
     first = "".join(cells[0]["source"]).splitlines()[0].lstrip("# ").strip()
@@ -286,7 +289,8 @@ HEADING = re.compile(r"^## (.+)$", re.M)
 def estimate(path: Path) -> Notebook:
     from miniagent.exercises import CHECKS
 
-    cells = json.loads(path.read_text(encoding="utf-8"))["cells"]
+    cells = [c for c in json.loads(path.read_text(encoding="utf-8"))["cells"]
+             if c.get("id") not in ELSEWHERE]  # the Colab badge and its install cell: nothing to read here
     sections: list[tuple[str, Part]] = [("", Part())]
     exercises = []
     for i, cell in enumerate(cells):

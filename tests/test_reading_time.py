@@ -155,6 +155,7 @@ def test_exercises_are_not_all_alike_and_the_long_ones_the_issue_named_take_10_t
 
 def test_each_notebooks_sections_add_up_to_its_reading_time():
     for nb in rt.notebooks() + rt.notebooks("zh"):
+        assert nb.title.startswith(nb.name[:2] + " · "), nb.title  # its title, not the Colab badge above it
         minutes = [m for _, m in nb.section_minutes]
         assert sum(minutes) == nb.reading and min(minutes) >= 0, nb.name
         assert len(nb.sections) >= 5 and nb.sections[-1][0] in ("Exercises", "Next", "练习", "下一节"), nb.sections[-1]
