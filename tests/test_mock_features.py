@@ -193,7 +193,10 @@ QUESTIONS = st.lists(st.sampled_from([
 @settings(deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 @given(root_schemas(), QUESTIONS)
 def test_any_schema_gets_json_that_validates(schema, question):
-    assert structured.schema_problem(schema, "output_config.format.schema") is None
+    problem = structured.schema_problem(schema, "output_config.format.schema")
+    if problem is not None:  # the generator can pass the documented limits (optional properties, union types)
+        assert problem == structured.TOO_COMPLEX, problem  # and then that is the API's only complaint
+        return
     answer = ok(body(question.strip() or "?", **output_config(schema)))
     valid(json.loads(answer["content"][0]["text"]), schema)
 
