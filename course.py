@@ -78,11 +78,11 @@ def wanted() -> str:
 def pip_config(key: str) -> str:
     """A value of pip's own configuration (pip.conf, pip.ini), "" when it has none."""
     try:
-        run = subprocess.run([sys.executable, "-m", "pip", "config", "get", key], capture_output=True, text=True,
+        got = subprocess.run([sys.executable, "-m", "pip", "config", "get", key], capture_output=True, text=True,
                              timeout=60)
     except (OSError, subprocess.SubprocessError):
         return ""
-    return run.stdout.strip() if run.returncode == 0 else ""
+    return got.stdout.strip() if got.returncode == 0 else ""
 
 
 def index_options() -> list[str]:

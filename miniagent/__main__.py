@@ -24,7 +24,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from miniagent.i18n import argument_parser, t  # the learner's language (MINIAGENT_LANG=zh)
+from miniagent.i18n import add_connection_options, argument_parser, t  # the learner's language (MINIAGENT_LANG=zh)
 
 if TYPE_CHECKING:
     from miniagent.tools import ToolRegistry
@@ -59,13 +59,7 @@ def build_parser() -> argparse.ArgumentParser:
                   "要问的问题恰好是 'serve' 时，写成：python -m miniagent -- serve"),
     )
     parser.add_argument("question", help=t("what to ask (quote it)", "要问的问题（用引号括起来）"))
-    mode = parser.add_mutually_exclusive_group()
-    mode.add_argument("--offline", action="store_true", help=t("use the bundled mock API, even if a key is set",
-                                                                "使用内置的 mock API，即使设置了 key"))
-    mode.add_argument("--live", action="store_true", help=t("use the real API (needs ANTHROPIC_API_KEY)",
-                                                             "使用真实的 API（需要 ANTHROPIC_API_KEY）"))
-    parser.add_argument("--model", help=t("model name (default: $MINIAGENT_MODEL or the package default)",
-                                           "模型名（默认：$MINIAGENT_MODEL，或包的默认模型）"))
+    add_connection_options(parser)
     parser.add_argument("--max-iterations", type=_positive_int, default=10, metavar="N",
                         help=t("stop after N model calls (default: 10)", "调用模型 N 次后停止（默认：10）"))
     parser.add_argument("-v", "--verbose", action="store_true",

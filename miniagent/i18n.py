@@ -209,3 +209,14 @@ def argument_parser(**options: Any) -> "argparse.ArgumentParser":
     parser.add_argument("-h", "--help", action="help", help=t("show this help message and exit", "显示这段帮助并退出"))
     return parser
 
+
+def add_connection_options(parser: "argparse.ArgumentParser") -> None:
+    """--offline, --live and --model, as both command lines (python -m miniagent, and its serve) take them:
+    one wording in each language."""
+    mode = parser.add_mutually_exclusive_group()
+    mode.add_argument("--offline", action="store_true", help=t("use the bundled mock API, even if a key is set",
+                                                               "使用内置的 mock API，即使设置了 key"))
+    mode.add_argument("--live", action="store_true", help=t("use the real API (needs ANTHROPIC_API_KEY)",
+                                                            "使用真实的 API（需要 ANTHROPIC_API_KEY）"))
+    parser.add_argument("--model", help=t("model name (default: $MINIAGENT_MODEL or the package default)",
+                                          "模型名（默认：$MINIAGENT_MODEL，或包的默认模型）"))

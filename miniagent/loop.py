@@ -275,10 +275,11 @@ class Loop:
             if stop_reason not in ("tool_use", "pause_turn"):
                 stop, key, values = _stopped(stop_reason)
                 why = say(key, **values)
-                if calls:  # e.g. a tool call cut mid-arguments: never run it, but answer it (in English: the
-                    cut = stop_reason not in DONE  # model reads it, as every tool result the package writes)
-                    told = say(key, "en", **values) + ("; the call was incomplete" if cut else "; the model ended its turn")
-                    history.append(user(_not_executed(calls, told)))
+                if calls:  # e.g. a tool call cut mid-arguments: never run it, but answer it
+                    cut = stop_reason not in DONE
+                    told = say(key, "en", **values)  # in English: the model reads it, as every tool result
+                    history.append(user(_not_executed(calls, told + ("; the call was incomplete" if cut
+                                                                     else "; the model ended its turn"))))
                     why += say("why_not_run_cut" if cut else "why_not_run", n=len(calls))
                 return self.finish(stop, why, text)
 

@@ -94,7 +94,7 @@ from starlette.exceptions import HTTPException
 from uvicorn.protocols.http.h11_impl import H11Protocol
 
 from miniagent.context import SlidingWindow
-from miniagent.i18n import argument_parser, language, t
+from miniagent.i18n import add_connection_options, argument_parser, language, t
 from miniagent.messages import assistant, clean_text, conversation_error, tool_result, user
 from miniagent.serve.store import ApprovalClosed, ApprovalNotFound, ConversationBusy, ConversationNotFound, open_store
 from miniagent.approval import NotAsked
@@ -969,13 +969,7 @@ def build_parser() -> argparse.ArgumentParser:
                                "监听的地址（默认：127.0.0.1，只有本机能访问）"))
     parser.add_argument("--port", type=int, default=8000, help=t("port (default: 8000; 0 picks a free one)",
                                                                  "端口（默认：8000；0 表示随便挑一个空闲端口）"))
-    mode = parser.add_mutually_exclusive_group()
-    mode.add_argument("--offline", action="store_true", help=t("use the bundled mock API, even if a key is set",
-                                                               "即使设置了 key，也用自带的 mock API"))
-    mode.add_argument("--live", action="store_true", help=t("use the real API (needs ANTHROPIC_API_KEY)",
-                                                            "连接真实的 API（需要 ANTHROPIC_API_KEY）"))
-    parser.add_argument("--model", help=t("model name (default: $MINIAGENT_MODEL or the package default)",
-                                          "模型名（默认：$MINIAGENT_MODEL，或包里的默认模型）"))
+    add_connection_options(parser)
     parser.add_argument("--store", default=os.environ.get("MINIAGENT_SERVE_STORE") or "memory",
                         help=t("where conversations are kept: memory (default, this process only; or "
                                "$MINIAGENT_SERVE_STORE), sqlite:///FILE (the workers of one machine) or "
