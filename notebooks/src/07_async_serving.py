@@ -493,8 +493,8 @@ async with httpx2.AsyncClient(base_url=slow_base, timeout=30) as client:
                 print("the tool is running; closing the connection")
                 break  # leaving the `async with` closes the connection
 
-for _ in range(500):  # the service notices within moments
-    if hung_up:
+for _ in range(500):  # the service notices within moments: the tool is cancelled, then the run ends
+    if hung_up and not slow_app.state.service.running:
         break
     await asyncio.sleep(0.01)
 [conversation_id] = slow_app.state.service.conversations.ids()
