@@ -17,7 +17,7 @@ export MINIAGENT_LANG := en
 unexport PYTHONDONTWRITEBYTECODE
 
 .DEFAULT_GOAL := help
-.PHONY: help setup lab lab-zh serve-zh demo-zh test test-zh test-wheel test-binder test-unit test-props test-bench test-memory test-workers test-clients test-notebooks test-ui test-postgres test-live test-real local-model lab-local notebooks serve demo eval soak classroom bench lint clean
+.PHONY: help setup lab lab-zh serve-zh demo-zh test test-zh test-wheel test-lite lite test-binder test-unit test-props test-bench test-memory test-workers test-clients test-notebooks test-ui test-postgres test-live test-real local-model lab-local notebooks serve demo eval soak classroom bench lint clean
 
 help:  ## list the targets
 	@echo "miniagent: build an LLM agent from scratch (offline by default)"
@@ -89,6 +89,20 @@ test-clients: $(CLIENTS_STAMP)  ## the official anthropic and openai SDKs, LangC
 
 test-wheel: $(STAMP)  ## the course outside this repository, as Colab has it: the built wheel with its [course] extra in a fresh venv, every notebook (both editions) run from a temporary folder and compared (a few minutes)
 	$(PY) -m pytest tests/test_wheel.py -m wheel -p no:cacheprovider
+
+# The browser edition (JupyterLite): Pyodide from npm, wheels from PyPI, notebooks 00-06 in both
+# editions; scripts/lite.py says what it holds and what a browser tab cannot run.
+LITE_STAMP := $(VENV)/.installed-lite
+
+$(LITE_STAMP): $(STAMP) requirements-lite.txt
+	@$(COURSE) install requirements-lite.txt $(LITE_STAMP) requirements.txt
+
+lite: $(LITE_STAMP)  ## build the browser edition (JupyterLite: nothing to install for the learner) into build/lite; serve it with any static web server
+	$(PY) scripts/lite.py build/lite
+
+test-lite: lite  ## the browser edition in headless Chromium: notebooks 00-06, both editions, run top to bottom in Pyodide (several minutes)
+	@command -v chromium >/dev/null || (apt-get update -qq && apt-get install -y -qq chromium >/dev/null)
+	$(PY) tests/ui/run_lite_test.py build/lite
 
 test-notebooks: $(STAMP)  ## notebooks only, compared against their saved outputs (nbval, strict)
 	MINIAGENT_OFFLINE=1 MINIAGENT_CLOCK=$(NOTEBOOK_CLOCK) $(PY) -m pytest -n 2 --dist loadscope notebooks $(NBVAL) -p no:cacheprovider

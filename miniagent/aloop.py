@@ -31,7 +31,7 @@ from miniagent.client import APIError
 from miniagent.loop import (Effect, Loop, LoopResult, ModelCall, PolicyView, TextCallback, ToolCalls,
                             ToolUseCallback, _advance, _running)
 from miniagent.messages import safe_str, tool_result
-from miniagent.tools import ToolRegistry, _answer, _is_async
+from miniagent.tools import THREADS, ToolRegistry, _answer, _is_async
 from miniagent.events import Event
 
 # --- tools ---------------------------------------------------------------------------------
@@ -122,6 +122,11 @@ def _left_running(registry: ToolRegistry, tool_use: dict, thread: asyncio.Future
     watch[tool_use["id"]] = StillRunning(tool_use["id"], safe_str(name), deadline, outcome)
 
 
+async def _off_the_loop(fn: Callable[..., Any], *args: Any) -> Any:
+    """fn(*args) in a thread, so that the event loop goes on meanwhile; on this thread where none can start."""
+    return await asyncio.to_thread(fn, *args) if THREADS else fn(*args)
+
+
 async def _awaited(fn: Callable[..., Any], kwargs: dict, thread: list | None = None) -> tuple[bool, Any]:
     """(True, value) or (False, exception) from fn(**kwargs), awaited; a plain fn runs in a daemon thread.
 
@@ -136,6 +141,11 @@ async def _awaited(fn: Callable[..., Any], kwargs: dict, thread: list | None = N
         except asyncio.CancelledError:
             raise  # the run was cancelled (or the tool timed out): not the tool's own failure
         except BaseException as exc:  # noqa: BLE001 - the tool boundary
+            return False, exc
+    if not THREADS:  # a browser tab: the plain tool blocks the loop while it runs (see tools.THREADS)
+        try:
+            return True, fn(**kwargs)
+        except Exception as exc:  # noqa: BLE001 - the tool boundary
             return False, exc
     loop = asyncio.get_running_loop()
     future: asyncio.Future = loop.create_future()
@@ -230,8 +240,8 @@ async def arun_loop(client: Any, messages: list[dict], **options: Any) -> LoopRe
                 return await loop.registry.arun_all(effect.calls, parallel=loop.parallel, on_result=effect.on_result,
                                                     approve=effect.approve, on_approval=effect.on_approval)
         if isinstance(effect, PolicyView):
-            return await asyncio.to_thread(loop.policy.view, effect.history)
-        return await asyncio.to_thread(loop.policy.on_tool_results, effect.results)
+            return await _off_the_loop(loop.policy.view, effect.history)
+        return await _off_the_loop(loop.policy.on_tool_results, effect.results)
 
     steps, outcome, error = loop.steps(), None, None
     try:

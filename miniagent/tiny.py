@@ -17,6 +17,7 @@ from __future__ import annotations
 import inspect
 import json
 import os
+import sys
 import threading
 import time
 import typing
@@ -29,6 +30,7 @@ MODEL = "claude-sonnet-5-5"
 API_URL = "https://api.anthropic.com"
 RETRIED = {429, 500, 502, 503, 504, 529}  # busy or broken for a moment: worth another try
 MAX_RESULT_CHARS = 20_000  # a tool's answer beyond this is clipped: it would crowd the window
+THREADS = sys.platform not in ("emscripten", "wasi")  # Python in a browser tab starts no thread
 
 # --- 1. The call (notebook 01) -------------------------------------------------------
 
@@ -181,11 +183,14 @@ class Tools:
             except Exception as exc:  # noqa: BLE001 - the model reads the error and can try otherwise
                 box["error"] = f"{t.name} raised {type(exc).__name__}: {exc}"
 
-        worker = threading.Thread(target=work, daemon=True)  # a daemon: a hung tool never blocks exit
-        worker.start()
-        worker.join(t.timeout)
-        if worker.is_alive():
-            return _result(call, f"{t.name} took longer than {t.timeout:g} s and was abandoned", True)
+        if not THREADS:  # a browser tab (Pyodide) starts no thread: the call runs here, with no time limit
+            work()
+        else:
+            worker = threading.Thread(target=work, daemon=True)  # a daemon: a hung tool never blocks exit
+            worker.start()
+            worker.join(t.timeout)
+            if worker.is_alive():
+                return _result(call, f"{t.name} took longer than {t.timeout:g} s and was abandoned", True)
         if "error" in box:
             return _result(call, box["error"], True)
         output = box.get("output")
@@ -193,7 +198,7 @@ class Tools:
 
     def run_all(self, calls: list[dict], parallel: bool = True) -> list[dict]:
         """Every call's result, in the calls' order; at the same time when `parallel`."""
-        if parallel and len(calls) > 1:
+        if parallel and len(calls) > 1 and THREADS:
             with ThreadPoolExecutor(max_workers=len(calls)) as fan:
                 return list(fan.map(self.run, calls))
         return [self.run(call) for call in calls]

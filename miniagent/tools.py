@@ -37,6 +37,7 @@ import inspect
 import json
 import queue
 import re
+import sys
 import threading
 import time
 import types
@@ -58,6 +59,10 @@ DEFAULT_MAX_OUTPUT_CHARS = 8_000
 # Waits are sliced this short so Ctrl-C is noticed at once: a plain blocking wait is not
 # interrupted on Windows, nor by `_thread.interrupt_main()`.
 _TICK = 0.05
+# Python in a browser tab (Pyodide: the JupyterLite edition) cannot start a thread. There a call runs
+# on the caller's thread, a round's calls one after another, and a timeout cannot abandon a call that
+# hangs (the kernel's stop button interrupts it). Async tools still overlap on the async path (`arun_all`).
+THREADS = sys.platform not in ("emscripten", "wasi")
 
 
 # --- a tool ----------------------------------------------------------------------
@@ -410,7 +415,15 @@ def call_with_timeout(fn: Callable[..., Any], kwargs: dict, timeout: float) -> t
     The call runs in a daemon thread. Python cannot kill a thread, so a tool that
     hangs is abandoned, not stopped: it keeps running in the background, and
     because it is a daemon it does not keep the interpreter from exiting.
+    Where no thread can start (`THREADS` false) fn runs here, and `timeout` is not enforced.
     """
+    if not THREADS:
+        try:
+            return True, fn(**kwargs)
+        except Exception as exc:  # noqa: BLE001 - the tool boundary (Ctrl-C, here on the caller's thread, is not the tool's)
+            return False, exc
+        except SystemExit as exc:
+            return False, exc
     outcome: list[tuple[bool, Any]] = []
     done = threading.Event()
 
@@ -500,7 +513,7 @@ class ToolRegistry:
         """The tool_result blocks for several tool_use blocks, in the order of the calls.
 
         With `parallel`, each call runs in its own thread, so the wait is the slowest
-        tool rather than the sum of all of them. `on_result(tool_use, tool_result,
+        tool rather than the sum of all of them (where threads can start: see `THREADS`). `on_result(tool_use, tool_result,
         seconds)` is called on this thread as each call finishes (in finishing order).
 
         A call of a tool that `needs_approval` is first put to `approve(call)`, on this
@@ -521,7 +534,7 @@ class ToolRegistry:
             from miniagent import approval
             refused = approval.refusals(asking, approve, on_approval)
         results: list[Any] = [None] * len(tool_uses)
-        together = parallel and len(tool_uses) > 1
+        together = parallel and len(tool_uses) > 1 and THREADS
         spans = self._spans(tool_uses) if together else [None] * len(tool_uses)  # else each as it starts
 
         def finished(i: int, result: dict, seconds: float) -> None:

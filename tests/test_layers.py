@@ -25,6 +25,7 @@ PACKAGE = ROOT / "miniagent"
 # module (a dotted name under miniagent; a folder covers its modules) -> the notebook whose code it holds
 NOTEBOOK = {
     "i18n": 0,
+    "browser": 0,  # the browser edition's first cell, in every notebook (scripts/lite.py)
     "messages": 1, "tokens": 1, "errors": 1, "wire": 1, "deadline": 1, "clientcore": 1, "client": 1,
     "tools": 2, "builtin_tools": 2,
     "loop": 3,

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import Any, Callable
 
 from miniagent.i18n import language, say
+from miniagent.tools import THREADS
 from miniagent.i18n import t as _say  # a hint in the learner's language: (English, Chinese or None)
 
 DONE, NOT_YET, WRONG_KIND = "done", "not yet", "wrong kind"
@@ -113,8 +114,11 @@ def _run(fn: Callable[..., Any], *args: Any, name: str, case: str = "", patient:
     where_zh = f"（{case_zh if case_zh is not None else case}）" if case else ""
     thread = threading.Thread(target=target, daemon=True, name=f"exercise-{name}")
     with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
-        thread.start()
-        thread.join(limit)
+        if THREADS:
+            thread.start()
+            thread.join(limit)
+        else:  # a browser tab: no thread, so no time limit either (the kernel's stop button ends a hang)
+            target()
     if thread.is_alive():
         not_yet(f"{name} did not return within {limit:g} s{where}: is there a loop that never ends? "
                 "(It keeps running in the background; restart the kernel to stop it.)",

@@ -16,10 +16,6 @@ import inspect
 import itertools
 import json
 
-import matplotlib.pyplot as plt
-%matplotlib inline
-# (inline: figures are drawn into the notebook even where MPLBACKEND is set to Agg)
-
 import miniagent
 from miniagent import workload
 from miniagent.context import Compose, NaiveWindow, SlidingWindow, Summarize, TruncateToolResults
@@ -149,6 +145,10 @@ if naive.broke:
 # call's size, and the running total you pay for (dotted: a parabola to compare with):
 
 # %%
+import matplotlib.pyplot as plt
+%matplotlib inline
+# (inline: figures are drawn into the notebook even where MPLBACKEND is set to Agg)
+
 fig, (per_call_ax, total_ax) = plt.subplots(1, 2, figsize=(12, 4.2), layout="constrained")
 for label, s in sessions.items():
     style, x = "--" if "tool output" in label else "-", range(1, len(s.per_call) + 1)
