@@ -17,7 +17,7 @@ export MINIAGENT_LANG := en
 unexport PYTHONDONTWRITEBYTECODE
 
 .DEFAULT_GOAL := help
-.PHONY: help setup lab lab-zh serve-zh demo-zh test test-zh test-wheel test-lite lite test-binder test-unit test-props test-bench test-memory test-workers test-clients test-notebooks test-ui test-postgres test-live test-real local-model lab-local notebooks serve demo eval soak classroom bench lint clean
+.PHONY: help setup lab lab-zh serve-zh demo-zh test test-zh test-wheel test-lite lite test-sandbox test-binder test-unit test-props test-bench test-memory test-workers test-clients test-notebooks test-ui test-postgres test-live test-real local-model lab-local notebooks serve demo eval soak classroom bench lint clean
 
 help:  ## list the targets
 	@echo "miniagent: build an LLM agent from scratch (offline by default)"
@@ -62,7 +62,7 @@ test: $(STAMP)  ## unit tests + every notebook compared against its saved output
 	$(COURSE) test
 
 test-unit: $(STAMP)  ## unit tests only (as make test runs them, without the notebooks)
-	MINIAGENT_OFFLINE=1 $(PY) -m pytest -n 2 tests -p no:cacheprovider -m "not sdk and not fuzz and not harness and not memory and not postgres and not bench and not workers and not presets and not wheel"
+	MINIAGENT_OFFLINE=1 $(PY) -m pytest -n 2 tests -p no:cacheprovider -m "not sdk and not fuzz and not harness and not memory and not postgres and not bench and not workers and not presets and not wheel and not sandbox"
 
 test-props: $(STAMP)  ## every property test at 1,000 examples (make test runs 100 each), and the mock's fuzz test
 	MINIAGENT_OFFLINE=1 $(PY) -m pytest -n 2 tests -m "(hypothesis or fuzz) and not postgres" --hypothesis-profile=thorough -p no:cacheprovider
@@ -103,6 +103,10 @@ lite: $(LITE_STAMP)  ## build the browser edition (JupyterLite: nothing to insta
 test-lite: lite  ## the browser edition in headless Chromium: notebooks 00-06, both editions, run top to bottom in Pyodide (several minutes)
 	@command -v chromium >/dev/null || (apt-get update -qq && apt-get install -y -qq chromium >/dev/null)
 	$(PY) tests/ui/run_lite_test.py build/lite
+
+test-sandbox: $(STAMP)  ## notebook 14's sandbox as an attacker meets it: reads and writes outside the folder, symlinks, network, a fork bomb, endless and huge commands (needs bubblewrap: installed here when missing)
+	@command -v bwrap >/dev/null || (apt-get update -qq && apt-get install -y -qq bubblewrap >/dev/null)
+	$(PY) -m pytest tests/test_sandbox.py -m sandbox -p no:cacheprovider -v
 
 test-notebooks: $(STAMP)  ## notebooks only, compared against their saved outputs (nbval, strict)
 	MINIAGENT_OFFLINE=1 MINIAGENT_CLOCK=$(NOTEBOOK_CLOCK) $(PY) -m pytest -n 2 --dist loadscope notebooks $(NBVAL) -p no:cacheprovider

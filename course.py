@@ -50,7 +50,7 @@ DEMO = "现在几点了？顺便帮我算一下 (1024 + 768) * 2，再告诉我�
 NBVAL = ["--nbval", "--nbval-current-env", "--nbval-sanitize-with", "tests/nbval-sanitize.cfg"]
 # What the everyday run leaves out: each has its own target (the Makefile's test-props, test-clients...).
 EVERYDAY = ("not sdk and not fuzz and not harness and not memory and not postgres and not bench and not workers "
-            "and not presets and not wheel")
+            "and not presets and not wheel and not sandbox")
 
 
 def say(english: str, chinese: str) -> str:

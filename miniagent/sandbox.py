@@ -1,0 +1,168 @@
+"""A shell command a model asked for, run in a jail (notebook 14): the task's folder and nothing else
+of this machine's files, no network, and bounded time, memory, processes and output.
+
+The isolation is bubblewrap's (`bwrap`, Debian's `bubblewrap`: the tool Flatpak is built on). The
+command gets new mount, PID, network, IPC and UTS namespaces; the system's /usr read-only (programs,
+not data); the task's folder read-write at /work; an empty /tmp; and no /etc, /home, /root or /proc of
+this machine. Its environment is three variables, so no API key reaches it. Run as root (a container,
+CI), it runs as nobody (uid 65534) with every capability dropped: the kernel does not count root's
+processes against a limit, nobody's it does. The limits are prlimit's (address space, processes, file
+size: which also bounds its output, written to files), a wall-clock timeout that kills the whole PID
+namespace, and output read up to `max_output_chars`.
+
+Without bubblewrap, `Sandbox(folder)` refuses, saying how to install it. `Sandbox(folder,
+isolation="none")` must be asked for by name: the same limits, no isolation at all (the command can
+read your files and reach the network).
+
+What it does not protect against: the kernel itself (namespaces share it; a VM or gVisor is the next
+step), CPU spent within the time limit, and reading what /usr holds (installed software, public).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+NOBODY = 65534
+INSTALL_HINT = ("bubblewrap (bwrap) is not installed: on Debian or Ubuntu `sudo apt-get install bubblewrap`, on "
+                "Fedora `sudo dnf install bubblewrap`; macOS and Windows have none (use a Linux VM or container). "
+                "Sandbox(folder, isolation='none') runs without any isolation, if you must.")
+
+
+@dataclass(frozen=True)
+class Limits:
+    seconds: float = 10.0          # wall clock, then every process of the command is killed
+    memory_mb: int = 512           # address space of each process
+    processes: int = 64            # processes of the sandbox's user at once (a fork bomb stops here)
+    file_mb: int = 16              # largest file it may write, its output included
+    max_output_chars: int = 20_000  # of stdout and of stderr, each, that come back
+
+
+@dataclass
+class Ran:
+    """What a command did: its exit code (negative: killed by that signal), its output, and why it stopped."""
+
+    command: str
+    exit_code: int | None
+    stdout: str
+    stderr: str
+    seconds: float
+    timed_out: bool = False
+    truncated: bool = False
+    isolation: str = "bwrap"
+
+    def text(self) -> str:
+        """The result as a model reads it: output, errors, and the exit code or why it was stopped."""
+        parts = [self.stdout.rstrip("\n")] if self.stdout.strip() else []
+        if self.stderr.strip():
+            parts.append("stderr:\n" + self.stderr.rstrip("\n"))
+        if self.timed_out:
+            parts.append(f"[stopped: still running after the time limit; every process it started was killed]")
+        elif self.exit_code:
+            parts.append(f"[exit code {self.exit_code}]")
+        if self.truncated:
+            parts.append("[output clipped]")
+        return "\n".join(parts) or "(no output)"
+
+
+def bwrap() -> str | None:
+    """The path of bwrap when it is installed and can make namespaces here, else None."""
+    found = shutil.which("bwrap")
+    if not found:
+        return None
+    probe = subprocess.run([found, *_system(), "--unshare-net", "--", "/usr/bin/true"], capture_output=True, timeout=10)
+    return found if probe.returncode == 0 else None
+
+
+def _system() -> list[str]:
+    """bwrap's options for the system's programs, read-only: /usr, and Debian's merged /bin -> usr/bin links."""
+    options = ["--ro-bind", "/usr", "/usr"]
+    for link in ("bin", "sbin", "lib", "lib64", "lib32"):
+        if Path(f"/{link}").is_symlink():
+            options += ["--symlink", os.readlink(f"/{link}"), f"/{link}"]
+    return options
+
+
+class Sandbox:
+    """Runs shell commands with `folder` as their world (mounted at /work), within `limits`."""
+
+    def __init__(self, folder: str | Path, limits: Limits = Limits(), isolation: str = "bwrap") -> None:
+        if isolation not in ("bwrap", "none"):
+            raise ValueError(f"isolation is 'bwrap' or 'none', not {isolation!r}")
+        self.folder = Path(folder).resolve()
+        if not self.folder.is_dir():
+            raise ValueError(f"{self.folder} is not a folder")
+        self.limits, self.isolation = limits, isolation
+        self._bwrap = bwrap() if isolation == "bwrap" else None
+        if isolation == "bwrap" and self._bwrap is None:
+            raise RuntimeError(INSTALL_HINT)
+        self._as_nobody = isolation == "bwrap" and os.geteuid() == 0
+        if self._as_nobody:  # as root the command runs as nobody, who must be able to write its folder
+            for path in [self.folder, *self.folder.rglob("*")]:
+                os.lchown(path, NOBODY, NOBODY)
+
+    def argv(self, command: str) -> list[str]:
+        """The command line that runs `command` in the jail (shown in notebook 14)."""
+        limits = self.limits
+        limited = ["prlimit", f"--as={limits.memory_mb * 2**20}", f"--nproc={limits.processes}",
+                   f"--fsize={limits.file_mb * 2**20}", "--", "/bin/sh", "-c", command]
+        if self.isolation == "none":
+            return limited
+        nobody = (["setpriv", f"--reuid={NOBODY}", f"--regid={NOBODY}", "--clear-groups",
+                   "--inh-caps=-all", "--bounding-set=-all", "--"] if self._as_nobody else [])
+        jail = [self._bwrap, *_system(),
+                "--ro-bind-try", "/etc/alternatives", "/etc/alternatives",  # where some of /usr/bin's links point
+                "--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp", "--bind", str(self.folder), "/work",
+                "--chdir", "/work", "--unshare-ipc", "--unshare-pid", "--unshare-net", "--unshare-uts",
+                "--unshare-cgroup-try", "--hostname", "sandbox", "--die-with-parent", "--new-session",
+                "--clearenv", "--setenv", "PATH", "/usr/bin:/bin", "--setenv", "HOME", "/work",
+                "--setenv", "LANG", "C.UTF-8", "--"]
+        return jail + nobody + limited
+
+    def run(self, command: str, seconds: float | None = None) -> Ran:
+        """Run `command` with /bin/sh in the jail and return what it did; never raises for what it does."""
+        if not isinstance(command, str) or not command.strip():
+            raise ValueError("the command is empty: give a shell command as a string")
+        if "\0" in command:
+            raise ValueError("the command contains a NUL character, which no shell command can hold")
+        limit = self.limits.seconds if seconds is None else seconds
+        env = {"PATH": "/usr/bin:/bin", "HOME": str(self.folder), "LANG": "C.UTF-8"}  # no key, ever
+        started = time.monotonic()
+        with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
+            process = subprocess.Popen(self.argv(command), stdin=subprocess.DEVNULL, stdout=out, stderr=err,
+                                       cwd=self.folder, env=env, start_new_session=True)
+            timed_out = False
+            try:
+                process.wait(timeout=limit)
+            except subprocess.TimeoutExpired:
+                timed_out = True
+            finally:
+                _kill(process)
+            stdout, cut_out = _read(out, self.limits.max_output_chars)
+            stderr, cut_err = _read(err, self.limits.max_output_chars)
+        return Ran(command, None if timed_out else process.returncode, stdout, stderr,
+                   round(time.monotonic() - started, 3), timed_out, cut_out or cut_err, self.isolation)
+
+
+def _kill(process: subprocess.Popen) -> None:
+    """Kill the command and everything it started: its process group, and with bwrap its PID namespace
+    (bwrap's child dies with it, and the kernel kills every process of a namespace whose first one died)."""
+    if process.poll() is None:
+        try:
+            os.killpg(process.pid, 9)
+        except (ProcessLookupError, PermissionError):
+            pass
+    process.wait()
+
+
+def _read(file, limit: int) -> tuple[str, bool]:
+    file.seek(0)
+    data = file.read(limit * 4 + 4)  # UTF-8 is at most 4 bytes a character
+    text = data.decode("utf-8", errors="replace")
+    clipped = len(text) > limit or len(data) == limit * 4 + 4
+    return text[:limit], clipped

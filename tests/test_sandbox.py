@@ -1,0 +1,157 @@
+"""The sandbox as an attacker meets it (make test-sandbox, which CI runs; needs bubblewrap).
+
+Each test is one attack from inside a command the model could send, and asserts it was refused
+or contained, and that this machine was left as it was. ATTACKS counts them for the closing note.
+"""
+
+from __future__ import annotations
+
+import http.server
+import os
+import subprocess
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from miniagent.sandbox import Limits, Sandbox, bwrap
+
+pytestmark = [pytest.mark.sandbox,
+              pytest.mark.skipif(bwrap() is None, reason="bubblewrap is not installed (apt-get install bubblewrap)")]
+
+
+@pytest.fixture
+def box(tmp_path):
+    (tmp_path / "task").mkdir()
+    (tmp_path / "task" / "notes.txt").write_text("the task's own file\n", encoding="utf-8")
+    return Sandbox(tmp_path / "task", Limits(seconds=5))
+
+
+def test_the_task_folder_is_the_working_directory_and_writable(box):
+    ran = box.run("pwd; cat notes.txt; echo made > new.txt; cat new.txt")
+    assert ran.exit_code == 0 and ran.stdout.split() == ["/work", "the", "task's", "own", "file", "made"]
+    assert (box.folder / "new.txt").read_text(encoding="utf-8") == "made\n"
+
+
+@pytest.mark.parametrize("path", ["/etc/passwd", "/etc/shadow", "/root/.bashrc", "/home", str(Path.home()),
+                                  str(Path(__file__).resolve())])
+def test_reading_outside_the_folder_finds_nothing(box, path):
+    ran = box.run(f"cat {path} || ls {path}")
+    assert ran.exit_code != 0 and "root:" not in ran.stdout
+
+
+def test_proc_shows_only_the_sandboxs_own_processes(box, monkeypatch):
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-secret-do-not-leak")
+    ran = box.run("ls /proc | grep -c '^[0-9]'; cat /proc/1/environ /proc/1/cmdline")
+    assert int(ran.stdout.split()[0]) <= 4  # bwrap's init, the shell, ls, grep: not this machine's hundreds
+    assert "sk-ant" not in ran.stdout + ran.stderr
+
+
+def test_dot_dot_stays_inside(box):
+    ran = box.run("cd ../../../..; pwd; ls; cat etc/passwd")
+    assert ran.stdout.split()[0] == "/" and "passwd" not in ran.stdout.split()[1:] and ran.exit_code != 0
+
+
+def test_a_symlink_planted_in_the_folder_points_at_nothing(box):
+    os.symlink("/etc/passwd", box.folder / "passwd")
+    os.symlink(str(Path(__file__).resolve().parents[1]), box.folder / "repo")
+    ran = box.run("cat passwd; ls repo/")
+    assert ran.exit_code != 0 and "root:" not in ran.stdout and "README" not in ran.stdout
+
+
+def test_a_symlink_made_inside_cannot_reach_out(box):
+    ran = box.run("ln -s /etc/hostname h && cat h; ln -s / root && ls root/")
+    assert "sandbox" not in ran.stdout and not (Path("/etc") / "x").exists()
+    assert sorted(ran.stdout.split()) == sorted(set(ran.stdout.split()))  # the jail's /: usr, work, tmp...
+    assert "home" not in ran.stdout.split() and "etc" in ran.stdout.split()  # only /etc/alternatives
+
+
+def test_writing_ssh_keys_lands_in_the_folder_not_the_home(box):
+    before = (Path.home() / ".ssh" / "authorized_keys").read_bytes() if (Path.home() / ".ssh" / "authorized_keys").exists() else None
+    ran = box.run("mkdir -p ~/.ssh && echo ssh-ed25519 AAAA attacker >> ~/.ssh/authorized_keys; "
+                  f"echo x >> {Path.home()}/.ssh/authorized_keys")
+    after = (Path.home() / ".ssh" / "authorized_keys").read_bytes() if (Path.home() / ".ssh" / "authorized_keys").exists() else None
+    assert before == after
+    assert (box.folder / ".ssh" / "authorized_keys").exists()  # HOME is /work: the folder, which we see
+    assert ran.exit_code != 0
+
+
+def test_system_files_are_read_only(box):
+    ran = box.run("touch /usr/bin/evil; echo x > /usr/lib/evil; rm -f /usr/bin/true")
+    assert ran.exit_code != 0 and not Path("/usr/bin/evil").exists() and Path("/usr/bin/true").exists()
+
+
+def test_no_network_not_even_this_machines_loopback(box):
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), http.server.SimpleHTTPRequestHandler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        port = server.server_address[1]
+        ran = box.run(f"python3 -c \"import urllib.request as u; u.urlopen('http://127.0.0.1:{port}/', timeout=2)\"; "
+                      "python3 -c \"import socket; socket.create_connection(('1.1.1.1', 53), timeout=2)\"")
+    finally:
+        server.shutdown()
+    assert ran.exit_code != 0 and ran.stderr.count("Error") >= 2 and ran.stdout == ""
+
+
+def test_no_key_reaches_the_command(box, monkeypatch):
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-secret-do-not-leak")
+    ran = box.run("env; cat /proc/self/environ")
+    assert "sk-ant" not in ran.stdout + ran.stderr and "PATH=/usr/bin:/bin" in ran.stdout
+
+
+def test_a_fork_bomb_is_contained(box):
+    started = time.monotonic()
+    ran = box.run("bomb() { bomb | bomb & }; bomb; sleep 2", seconds=3)
+    assert time.monotonic() - started < 10
+    assert "Cannot fork" in ran.stderr or "Resource temporarily unavailable" in ran.stderr or ran.timed_out
+    time.sleep(0.2)
+    assert _left_running("bomb") == 0 and _left_running("sh -c bomb") == 0
+
+
+def test_a_command_that_never_ends_is_killed_with_its_children(box):
+    started = time.monotonic()
+    ran = box.run("sleep 1001 & sleep 1002 & (sleep 1003; echo) & wait", seconds=1)
+    assert ran.timed_out and ran.exit_code is None and time.monotonic() - started < 5
+    time.sleep(0.2)  # the kernel tears the namespace down as its first process dies
+    assert _left_running("sleep 100") == 0
+    assert "time limit" in ran.text()
+
+
+def test_huge_output_is_clipped_and_bounded(box):
+    ran = box.run("yes hello", seconds=2)
+    assert ran.truncated and len(ran.stdout) == box.limits.max_output_chars
+    assert ran.seconds < 5  # killed by the file-size limit (SIGXFSZ) or the clock, whichever came first
+
+
+def test_memory_is_bounded(box):
+    ran = box.run("python3 -c \"b = bytearray(2 * 1024**3); print('allocated')\"")
+    assert "allocated" not in ran.stdout and "MemoryError" in ran.stderr
+
+
+def test_a_big_file_is_refused(box):
+    ran = box.run("head -c 64M /dev/zero > big.bin")
+    assert ran.exit_code != 0 and (box.folder / "big.bin").stat().st_size <= box.limits.file_mb * 2**20
+
+
+def test_hostile_command_strings_get_a_clear_error(box):
+    with pytest.raises(ValueError, match="NUL"):
+        box.run("echo a\0b")
+    with pytest.raises(ValueError, match="empty"):
+        box.run("   ")
+    ran = box.run("printf '\\033[2J\\x07\\x00'; echo 日本語")
+    assert ran.exit_code == 0 and "日本語" in ran.stdout
+
+
+def test_without_bubblewrap_it_refuses_unless_asked_by_name(tmp_path, monkeypatch):
+    import miniagent.sandbox as sandbox
+    monkeypatch.setattr(sandbox, "bwrap", lambda: None)
+    with pytest.raises(RuntimeError, match="apt-get install bubblewrap"):
+        Sandbox(tmp_path)
+    bare = Sandbox(tmp_path, isolation="none")
+    assert bare.run("echo unisolated").stdout == "unisolated\n" and bare.run("true").isolation == "none"
+
+
+def _left_running(pattern: str) -> int:
+    listed = subprocess.run(["ps", "-eo", "args"], capture_output=True, text=True).stdout.splitlines()
+    return sum(1 for line in listed if line.startswith(pattern) or line.startswith(f"sh -c {pattern}"))
