@@ -4,7 +4,7 @@ of this machine's files, no network, and bounded time, memory, processes and out
 The isolation is bubblewrap's (`bwrap`, Debian's `bubblewrap`: the tool Flatpak is built on). The
 command gets new mount, PID, network, IPC and UTS namespaces; the system's /usr read-only (programs,
 not data); the task's folder read-write at /work; an empty /tmp; and no /etc, /home, /root or /proc of
-this machine. Its environment is three variables, so no API key reaches it. Run as root (a container,
+this machine. Its environment is four variables, so no API key reaches it. Run as root (a container,
 CI), it runs as nobody (uid 65534) with every capability dropped: the kernel does not count root's
 processes against a limit, nobody's it does. The limits are prlimit's (address space, processes, file
 size: which also bounds its output, written to files), a wall-clock timeout that kills the whole PID
@@ -121,7 +121,7 @@ class Sandbox:
                 "--chdir", "/work", "--unshare-ipc", "--unshare-pid", "--unshare-net", "--unshare-uts",
                 "--unshare-cgroup-try", "--hostname", "sandbox", "--die-with-parent", "--new-session",
                 "--clearenv", "--setenv", "PATH", "/usr/bin:/bin", "--setenv", "HOME", "/work",
-                "--setenv", "LANG", "C.UTF-8", "--"]
+                "--setenv", "LANG", "C.UTF-8", "--setenv", "PYTHONDONTWRITEBYTECODE", "1", "--"]
         return jail + nobody + limited
 
     def run(self, command: str, seconds: float | None = None) -> Ran:
@@ -131,7 +131,9 @@ class Sandbox:
         if "\0" in command:
             raise ValueError("the command contains a NUL character, which no shell command can hold")
         limit = self.limits.seconds if seconds is None else seconds
-        env = {"PATH": "/usr/bin:/bin", "HOME": str(self.folder), "LANG": "C.UTF-8"}  # no key, ever
+        # No key, ever. No .pyc files: an edit made in the same second as the last run, of the same size
+        # ("a - b" to "a + b"), would leave Python running the stale bytecode.
+        env = {"PATH": "/usr/bin:/bin", "HOME": str(self.folder), "LANG": "C.UTF-8", "PYTHONDONTWRITEBYTECODE": "1"}
         started = time.monotonic()
         with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
             process = subprocess.Popen(self.argv(command), stdin=subprocess.DEVNULL, stdout=out, stderr=err,

@@ -40,7 +40,7 @@ NOTEBOOK = {
     "mcp": 12,
     "evals": 13,
     "__main__": 13,  # the command line: it reaches every feature
-    "sandbox": 14,  # the coding agent's jail (notebook 14, in progress)
+    "sandbox": 14, "permissions": 14, "coding": 14,  # the coding agent (notebook 14, in progress)
 }
 NOTEBOOK.update({f"exercises.n{n:02d}": n for n in range(14)})  # a notebook's checks import what it taught
 

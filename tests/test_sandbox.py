@@ -155,3 +155,26 @@ def test_without_bubblewrap_it_refuses_unless_asked_by_name(tmp_path, monkeypatc
 def _left_running(pattern: str) -> int:
     listed = subprocess.run(["ps", "-eo", "args"], capture_output=True, text=True).stdout.splitlines()
     return sum(1 for line in listed if line.startswith(pattern) or line.startswith(f"sh -c {pattern}"))
+
+
+def test_the_coding_tools_fix_a_failing_test_in_the_jail(tmp_path):
+    """The real task's steps without a model: run the tests (red), edit with the editor tool, run them (green)."""
+    from miniagent.coding import EDITOR, Workspace
+
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    (repo / "calc.py").write_text("def add(a, b):\n    return a - b\n", encoding="utf-8")
+    (repo / "test_calc.py").write_text("import unittest\nfrom calc import add\n\n\nclass T(unittest.TestCase):\n"
+                                       "    def test_add(self):\n        self.assertEqual(add(2, 3), 5)\n",
+                                       encoding="utf-8")
+    tools = Workspace(repo, Sandbox(repo, Limits(seconds=20))).tools()
+
+    def use(name, **input):
+        return tools.run({"type": "tool_use", "id": "t", "name": name, "input": input})
+
+    red = use("bash", command="python3 -m unittest -q 2>&1")
+    assert "FAILED (failures=1)" in red["content"] and "[exit code 1]" in red["content"]
+    fixed = use(EDITOR, command="str_replace", path="calc.py", old_str="return a - b", new_str="return a + b")
+    assert not fixed.get("is_error")
+    green = use("bash", command="python3 -m unittest -q 2>&1")
+    assert "OK" in green["content"] and "exit code" not in green["content"]
