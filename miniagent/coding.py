@@ -15,15 +15,18 @@ Every path is the folder's: relative to it, or absolute under it. A path that le
 A mistake is an error the model can act on ("old_str occurs 3 times, at lines 4, 9, 12: add
 context"), through the registry's tool boundary.
 
-`bash` runs a command with `Sandbox` (miniagent.sandbox): the same folder at /work, no network.
+`bash` runs a command with `Sandbox` (miniagent.sandbox): the same folder at /work, no network;
+with `background` it returns at once with a job id, and `bash_job` reads the job's output so far,
+its result once ended, or cancels it (notebook 15's background work).
 """
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 from typing import Any
 
-from miniagent.sandbox import Limits, Sandbox
+from miniagent.sandbox import Job, Limits, Sandbox
 from miniagent.tools import Tool, ToolRegistry
 
 EDITOR = "str_replace_based_edit_tool"
@@ -40,6 +43,7 @@ class Workspace:
             raise ValueError(f"{self.folder} is not a folder")
         self.sandbox = sandbox
         self.max_view_chars = max_view_chars
+        self.jobs: dict[str, Job] = {}  # commands started in the background, by id
 
     # --- paths ----------------------------------------------------------------------
 
@@ -166,18 +170,47 @@ class Workspace:
         return Tool(EDITOR, description, schema, lambda command, path, **options: self.edit(command, path, **options))
 
     def shell_tool(self, limits: Limits | None = None) -> Tool:
-        sandbox = self.sandbox or Sandbox(self.folder, limits or Limits())
+        self.sandbox = sandbox = self.sandbox or Sandbox(self.folder, limits or Limits())
         schema = {"type": "object", "properties": {
-            "command": {"type": "string", "description": "a shell command, run in the task folder"}},
+            "command": {"type": "string", "description": "a shell command, run in the task folder"},
+            "background": {"type": "boolean", "description": "start it and return at once with a job id "
+                                                              "(read it later with bash_job)"}},
             "required": ["command"], "additionalProperties": False}
         description = ("Run a shell command in the task folder (/work), without network, for at most "
                        f"{sandbox.limits.seconds:g} s, e.g. to run the tests: python3 -m unittest")
-        return Tool("bash", description, schema, lambda command: sandbox.run(command).text(),
-                    timeout=sandbox.limits.seconds + 5)
+
+        def bash(command: str, background: bool = False) -> str:
+            if not background:
+                return sandbox.run(command).text()
+            job_id = f"job-{len(self.jobs) + 1}"
+            self.jobs[job_id] = sandbox.start(command)
+            return f"started {job_id}: ask bash_job for its output, or to cancel it"
+
+        return Tool("bash", description, schema, bash, timeout=sandbox.limits.seconds + 5)
+
+    def job_tool(self) -> Tool:
+        schema = {"type": "object", "properties": {
+            "job_id": {"type": "string", "description": "the id bash gave, e.g. job-1"},
+            "cancel": {"type": "boolean", "description": "stop it and everything it started"}},
+            "required": ["job_id"], "additionalProperties": False}
+
+        def bash_job(job_id: str, cancel: bool = False) -> str:
+            job = self.jobs.get(job_id)
+            if job is None:
+                raise ValueError(f"no job {job_id!r}; the jobs are: {', '.join(self.jobs) or '(none)'}")
+            if cancel:
+                return job.cancel().text()
+            if job.running():
+                return f"{job_id} is still running ({time.monotonic() - job.started:.0f} s); its output so far:\n" + \
+                    (job.so_far() or "(none yet)")
+            return job.wait().text()  # type: ignore[union-attr]
+
+        return Tool("bash_job", "The output of a command started with bash(background=true), or cancel it.",
+                    schema, bash_job)
 
     def tools(self, shell: bool = True, needs_approval: bool = False) -> ToolRegistry:
         """The editor, and the shell unless `shell` is False; `needs_approval` for Permissions to govern them."""
-        chosen = [self.editor_tool()] + ([self.shell_tool()] if shell else [])
+        chosen = [self.editor_tool()] + ([self.shell_tool(), self.job_tool()] if shell else [])
         for t in chosen:
             t.needs_approval = needs_approval
         return ToolRegistry(chosen)

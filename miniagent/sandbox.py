@@ -29,6 +29,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 NOBODY = 65534
+# The command's whole environment: no key, ever. No .pyc files: an edit made in the same second as the
+# last run, of the same size ("a - b" to "a + b"), would leave Python running the stale bytecode.
+_ENV = {"PATH": "/usr/bin:/bin", "LANG": "C.UTF-8", "PYTHONDONTWRITEBYTECODE": "1"}
 INSTALL_HINT = ("bubblewrap (bwrap) is not installed: on Debian or Ubuntu `sudo apt-get install bubblewrap`, on "
                 "Fedora `sudo dnf install bubblewrap`; macOS and Windows have none (use a Linux VM or container). "
                 "Sandbox(folder, isolation='none') runs without any isolation, if you must.")
@@ -124,16 +127,16 @@ class Sandbox:
                 "--setenv", "LANG", "C.UTF-8", "--setenv", "PYTHONDONTWRITEBYTECODE", "1", "--"]
         return jail + nobody + limited
 
+    def start(self, command: str, seconds: float | None = None) -> Job:
+        """Start `command` in the background and return at once (the conversation goes on meanwhile)."""
+        _check(command)
+        return Job(self, command, self.limits.seconds if seconds is None else seconds)
+
     def run(self, command: str, seconds: float | None = None) -> Ran:
         """Run `command` with /bin/sh in the jail and return what it did; never raises for what it does."""
-        if not isinstance(command, str) or not command.strip():
-            raise ValueError("the command is empty: give a shell command as a string")
-        if "\0" in command:
-            raise ValueError("the command contains a NUL character, which no shell command can hold")
+        _check(command)
         limit = self.limits.seconds if seconds is None else seconds
-        # No key, ever. No .pyc files: an edit made in the same second as the last run, of the same size
-        # ("a - b" to "a + b"), would leave Python running the stale bytecode.
-        env = {"PATH": "/usr/bin:/bin", "HOME": str(self.folder), "LANG": "C.UTF-8", "PYTHONDONTWRITEBYTECODE": "1"}
+        env = _ENV | {"HOME": str(self.folder)}
         started = time.monotonic()
         with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
             process = subprocess.Popen(self.argv(command), stdin=subprocess.DEVNULL, stdout=out, stderr=err,
@@ -151,6 +154,62 @@ class Sandbox:
                    round(time.monotonic() - started, 3), timed_out, cut_out or cut_err, self.isolation)
 
 
+class Job:
+    """A command started in the background (`Sandbox.start`): poll it, read what it has written so far,
+    wait for it, or cancel it; its time limit holds as for `run`, counted from its start."""
+
+    def __init__(self, sandbox: "Sandbox", command: str, seconds: float) -> None:
+        self.command, self.seconds, self._sandbox = command, seconds, sandbox
+        self._out, self._err = tempfile.TemporaryFile(), tempfile.TemporaryFile()
+        self.started = time.monotonic()
+        self._process = subprocess.Popen(sandbox.argv(command), stdin=subprocess.DEVNULL, stdout=self._out,
+                                         stderr=self._err, cwd=sandbox.folder, env=_ENV | {"HOME": str(sandbox.folder)},
+                                         start_new_session=True)
+        self._ran: Ran | None = None
+        self.cancelled = False
+
+    def running(self) -> bool:
+        """True while the command runs; past its time limit it is killed here, and counts as timed out."""
+        if self._ran is None and self._process.poll() is None and time.monotonic() - self.started > self.seconds:
+            self._finish(timed_out=True)
+        return self._ran is None and self._process.poll() is None
+
+    def so_far(self) -> str:
+        """What it has written to stdout so far (clipped like a result)."""
+        return _read(self._out, self._sandbox.limits.max_output_chars)[0]
+
+    def wait(self, timeout: float | None = None) -> Ran | None:
+        """Its result once it has ended (within `timeout` seconds, or its own limit), else None."""
+        if self._ran is None:
+            left = self.seconds - (time.monotonic() - self.started)
+            try:
+                self._process.wait(timeout=max(0.0, left if timeout is None else min(timeout, left)))
+            except subprocess.TimeoutExpired:
+                if time.monotonic() - self.started < self.seconds:
+                    return None
+            self._finish(timed_out=self._process.poll() is None)
+        return self._ran
+
+    def cancel(self) -> Ran:
+        """Stop it now, with everything it started; its result says so."""
+        if self._ran is None:
+            self.cancelled = True
+            self._finish(timed_out=False)
+        return self._ran  # type: ignore[return-value]
+
+    def _finish(self, timed_out: bool) -> None:
+        _kill(self._process)
+        stdout, cut_out = _read(self._out, self._sandbox.limits.max_output_chars)
+        stderr, cut_err = _read(self._err, self._sandbox.limits.max_output_chars)
+        if self.cancelled:
+            stderr += "[cancelled]\n"
+        code = None if timed_out or self.cancelled else self._process.returncode
+        self._ran = Ran(self.command, code, stdout, stderr, round(time.monotonic() - self.started, 3), timed_out,
+                        cut_out or cut_err, self._sandbox.isolation)
+        self._out.close()
+        self._err.close()
+
+
 def _kill(process: subprocess.Popen) -> None:
     """Kill the command and everything it started: its process group, and with bwrap its PID namespace
     (bwrap's child dies with it, and the kernel kills every process of a namespace whose first one died)."""
@@ -160,6 +219,13 @@ def _kill(process: subprocess.Popen) -> None:
         except (ProcessLookupError, PermissionError):
             pass
     process.wait()
+
+
+def _check(command: str) -> None:
+    if not isinstance(command, str) or not command.strip():
+        raise ValueError("the command is empty: give a shell command as a string")
+    if "\0" in command:
+        raise ValueError("the command contains a NUL character, which no shell command can hold")
 
 
 def _read(file, limit: int) -> tuple[str, bool]:

@@ -178,3 +178,38 @@ def test_the_coding_tools_fix_a_failing_test_in_the_jail(tmp_path):
     assert not fixed.get("is_error")
     green = use("bash", command="python3 -m unittest -q 2>&1")
     assert "OK" in green["content"] and "exit code" not in green["content"]
+
+
+def test_a_background_command_is_polled_collected_and_cancelled(box):
+    job = box.start("echo started; sleep 1; echo finished")
+    assert job.running() and box.run("echo meanwhile").stdout == "meanwhile\n"  # the conversation goes on
+    ran = job.wait(timeout=10)
+    assert ran.exit_code == 0 and ran.stdout == "started\nfinished\n" and not job.running()
+    long = box.start("echo begun; sleep 1004")
+    time.sleep(0.3)
+    assert long.running() and long.so_far() == "begun\n"
+    cancelled = long.cancel()
+    assert "[cancelled]" in cancelled.stderr and cancelled.exit_code is None
+    time.sleep(0.2)
+    assert _left_running("sleep 1004") == 0
+    endless = box.start("sleep 1005", seconds=0.5)
+    time.sleep(0.8)
+    assert not endless.running() and endless.wait().timed_out
+
+
+def test_background_jobs_through_the_tools(tmp_path):
+    from miniagent.coding import Workspace
+
+    (tmp_path / "w").mkdir()
+    tools = Workspace(tmp_path / "w", Sandbox(tmp_path / "w", Limits(seconds=5))).tools()
+
+    def use(name, **input):
+        return tools.run({"type": "tool_use", "id": "t", "name": name, "input": input})["content"]
+
+    assert use("bash", command="sleep 0.5; echo slow done", background=True).startswith("started job-1")
+    assert "job-1 is still running" in use("bash_job", job_id="job-1")
+    time.sleep(0.8)
+    assert use("bash_job", job_id="job-1") == "slow done"
+    use("bash", command="sleep 1006", background=True)
+    assert "[cancelled]" in use("bash_job", job_id="job-2", cancel=True)
+    assert "no job 'job-9'; the jobs are: job-1, job-2" in use("bash_job", job_id="job-9")
