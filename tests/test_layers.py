@@ -41,7 +41,7 @@ NOTEBOOK = {
     "evals": 13,
     "__main__": 13,  # the command line: it reaches every feature
     "sandbox": 14, "permissions": 14, "coding": 14,  # the coding agent (notebook 14, in progress)
-    "skills": 15, "hooks": 15,  # the long-running harness (notebook 15, in progress)
+    "skills": 15, "hooks": 15, "session": 15,  # the long-running harness (notebook 15, in progress)
 }
 NOTEBOOK.update({f"exercises.n{n:02d}": n for n in range(14)})  # a notebook's checks import what it taught
 
