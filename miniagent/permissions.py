@@ -31,7 +31,7 @@ SHELL_TOOLS = {"bash"}
 EDITOR_TOOLS = {"str_replace_based_edit_tool"}
 EFFECTS = ("deny", "ask", "allow")  # the order a decision looks in: deny wins
 _RULE = re.compile(r"(?P<tool>[A-Za-z0-9_*?-]+)(?:\((?P<pattern>.*)\))?", re.DOTALL)
-_SPLIT = re.compile(r"\|\||&&|[;|&\n]")
+_SPLIT = re.compile(r"\|\||&&|[;|\n]|(?<![<>])&(?!>)")  # `&` but not in a redirection (2>&1, &>file)
 _HIDDEN = ("$(", "`", "<(", ">(")
 
 

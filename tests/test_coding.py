@@ -118,6 +118,7 @@ def test_bad_rules_and_defaults_are_refused_clearly():
 
 def test_shell_parts():
     assert shell_parts("a; b && c || d | e & f\ng") == ["a", "b", "c", "d", "e", "f", "g"]
+    assert shell_parts("python3 -m unittest 2>&1 &> log; x <&3") == ["python3 -m unittest 2>&1 &> log", "x <&3"]
 
 
 def test_rules_reach_the_model_through_the_approval_path(ws):

@@ -213,3 +213,50 @@ def test_background_jobs_through_the_tools(tmp_path):
     use("bash", command="sleep 1006", background=True)
     assert "[cancelled]" in use("bash_job", job_id="job-2", cancel=True)
     assert "no job 'job-9'; the jobs are: job-1, job-2" in use("bash_job", job_id="job-9")
+
+
+def _failing_repo(tmp_path):
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    (repo / "calc.py").write_text("def add(a, b):\n    return a - b\n", encoding="utf-8")
+    (repo / "test_calc.py").write_text("import unittest\nfrom calc import add\n\n\nclass T(unittest.TestCase):\n"
+                                       "    def test_add(self):\n        self.assertEqual(add(2, 3), 5)\n",
+                                       encoding="utf-8")
+    return repo
+
+
+def _coding_agent(repo, rules):
+    import miniagent
+    from miniagent.coding import Workspace
+    from miniagent.mock import coding
+
+    llm = miniagent.connect(offline=True, quiet=True)
+    llm.mock.script(coding.model(), repeat=True)
+    tools = Workspace(repo, Sandbox(repo, Limits(seconds=20))).tools(needs_approval=True)
+    return miniagent.Agent(llm, tools, approve=rules.approver()), llm
+
+
+def test_the_scripted_coding_model_fixes_the_failing_test_within_the_rules(tmp_path):
+    from miniagent.permissions import Permissions
+
+    repo = _failing_repo(tmp_path)
+    rules = Permissions(allow=["bash(python3 -m unittest*)", "str_replace_based_edit_tool(view *)",
+                               "str_replace_based_edit_tool(str_replace *.py)"], deny=["bash(rm *)"])
+    agent, llm = _coding_agent(repo, rules)
+    result = agent.run("The tests fail. Make them pass.")
+    assert result.stop == "end_turn" and result.text.startswith("All tests pass.")
+    assert "return a + b" in (repo / "calc.py").read_text(encoding="utf-8")
+    assert [d.effect for d in rules.decisions] == ["allow"] * 5  # run, view test, view module, edit, run
+    assert llm.usage.calls == 6 and rules.stopped() == []
+
+
+def test_a_rule_that_denies_the_edit_stops_the_task_and_says_so(tmp_path):
+    from miniagent.permissions import Permissions
+
+    repo = _failing_repo(tmp_path)
+    rules = Permissions(allow=["bash(python3 -m unittest*)", "str_replace_based_edit_tool(view *)"],
+                        deny=["str_replace_based_edit_tool(str_replace *)"])
+    agent, _ = _coding_agent(repo, rules)
+    result = agent.run("The tests fail. Make them pass.")
+    assert "was refused" in result.text and "deny" in result.text
+    assert "return a - b" in (repo / "calc.py").read_text(encoding="utf-8") and len(rules.stopped()) == 1
