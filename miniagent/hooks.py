@@ -20,6 +20,9 @@ The rules, in the order they apply:
    run), and is recorded in `failures`. After a tool that raised, `after` hooks are not called.
 5. `at_turn_end` hooks run, in the order added, on the loop's `stop` event (through `on_step`);
    they observe: one that raises is recorded, and the run goes on.
+6. `until_done` hooks decide whether a finished run is done (`Hooks.run`): one that returns a
+   string sends the agent back to work with it as the next message ("2 tests still fail"), at
+   most `max_rounds` times; None lets it stop. One that raises is recorded and lets it stop.
 """
 
 from __future__ import annotations
@@ -43,6 +46,7 @@ class Hooks:
         self._before: list[tuple[str, Before]] = []
         self._after: list[tuple[str, After]] = []
         self._turn_end: list[tuple[str, TurnEnd]] = []
+        self._until_done: list[tuple[str, Callable[[Any], Any]]] = []
         self.failures: list[str] = []  # "NAME raised ValueError: ..." for each hook that failed
         self.blocked: list[str] = []   # "NAME blocked TOOL: reason" for each call a hook stopped
 
@@ -54,6 +58,29 @@ class Hooks:
 
     def at_turn_end(self, name: str, fn: TurnEnd) -> None:
         self._turn_end.append((name, fn))
+
+    def until_done(self, name: str, fn: Callable[[Any], Any]) -> None:
+        self._until_done.append((name, fn))
+
+    def run(self, agent: Any, question: str, max_rounds: int = 3) -> Any:
+        """agent.run(question), sent back to work while an `until_done` hook says it is not done."""
+        result = agent.run(question)
+        for _ in range(max_rounds):
+            if not result.ok:
+                break
+            more = None
+            for name, hook in self._until_done:
+                try:
+                    more = hook(result)
+                except Exception as exc:  # noqa: BLE001 - a broken check lets the run stop
+                    self.failures.append(f"{name} raised {type(exc).__name__}: {safe_str(exc)}")
+                    more = None
+                if isinstance(more, str) and more.strip():
+                    break
+            if not (isinstance(more, str) and more.strip()):
+                break
+            result = agent.run(f"[{name}] {more.strip()}")
+        return result
 
     def call(self, tool: str, arguments: dict, run: Callable[..., Any]) -> Any:
         """One tool call with its hooks around it (the rules above)."""

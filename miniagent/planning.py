@@ -12,8 +12,10 @@ without one, and counts success by the plan and by the answer.
 
 from __future__ import annotations
 
+import os
 import re
 import threading
+from pathlib import Path
 from typing import Any
 
 from miniagent.messages import clean_text
@@ -44,13 +46,29 @@ def _one_line(text: str) -> str:
 
 
 class Plan:
-    """The latest plan the model wrote (`steps`), how often it changed it, and the tool to change it."""
+    """The latest plan the model wrote (`steps`), how often it changed it, and the tool to change it.
 
-    def __init__(self) -> None:
+    With `path` (notebook 15), every update is also written there as a checklist (a temporary
+    file renamed over the old one), so a person, or the next session, can read where the work
+    stands; `Plan.load(path)` reads such a file back.
+    """
+
+    def __init__(self, path: str | Path | None = None) -> None:
         self.steps: list[dict] = []
         self.updates = 0
+        self.path = Path(path) if path is not None else None
         self._lock = threading.Lock()
         self.tool = Tool("update_plan", PLAN_DESCRIPTION, PLAN_SCHEMA, self.update)
+
+    @classmethod
+    def load(cls, path: str | Path) -> "Plan":
+        """The plan written at `path` by a Plan with that path (an empty plan if there is no file yet)."""
+        plan = cls(path)
+        if plan.path.exists():
+            for line in plan.path.read_text(encoding="utf-8").splitlines()[1:]:
+                if re.fullmatch(r"\[[ x]\] .+", line):
+                    plan.steps.append({"step": line[4:], "done": line[1] == "x"})
+        return plan
 
     def update(self, steps: list[dict]) -> str:
         """The tool's function: replace the plan with `steps` and return it as a checklist."""
@@ -61,6 +79,11 @@ class Plan:
             raise ValueError("every step needs some text")
         with self._lock:
             self.steps, self.updates = cleaned, self.updates + 1
+            if self.path is not None:
+                self.path.parent.mkdir(parents=True, exist_ok=True)
+                writing = self.path.with_name(self.path.name + ".writing")
+                writing.write_text(self.render() + "\n", encoding="utf-8")
+                os.replace(writing, self.path)
         return self.render()
 
     @property

@@ -77,3 +77,24 @@ def test_turn_end_hooks_see_the_stop_and_a_failing_one_does_not_end_the_run():
     result = agent.run("What is (1024 + 768) * 2?")
     assert result.stop == "end_turn" and "3584" in result.text
     assert ends == ["end_turn"] and hooks.failures == ["broken raised ZeroDivisionError: division by zero"]
+
+
+def test_until_done_sends_the_agent_back_and_stops_within_its_rounds():
+    checks, hooks = [], Hooks()
+
+    def tests_pass(result):
+        checks.append(result.text)
+        return "the tests still fail: run them again" if len(checks) < 3 else None
+
+    hooks.until_done("tests_pass", tests_pass)
+    agent = miniagent.Agent(miniagent.connect(offline=True, quiet=True), [])
+    hooks.run(agent, "Hello!")
+    assert len(checks) == 3  # two rounds sent back, the third let it stop
+    asked = [m["content"] for m in agent.history if m["role"] == "user"]
+    again = "[tests_pass] the tests still fail: run them again"
+    assert asked == ["Hello!", again, again]
+    never_done = Hooks()
+    never_done.until_done("never", lambda result: "again")
+    agent.reset()
+    never_done.run(agent, "Hello!", max_rounds=2)
+    assert sum(m["role"] == "user" for m in agent.history) == 3  # the question and two rounds, no more

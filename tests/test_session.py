@@ -70,3 +70,13 @@ def test_a_file_that_is_not_a_session_is_refused_and_left_alone(tmp_path, text, 
     with pytest.raises(ValueError, match=problem) as caught:
         Session.open(path, miniagent.Agent(miniagent.connect(offline=True, quiet=True), []), Plan())
     assert str(path) in str(caught.value) and path.read_text(encoding="utf-8") == text
+
+
+def test_the_plan_is_kept_in_a_file_a_person_or_the_next_session_reads(tmp_path):
+    plan = Plan(tmp_path / "work" / "TODO.md")
+    plan.update([{"step": "run the tests", "done": True}, {"step": "fix calc.py", "done": False}])
+    assert (tmp_path / "work" / "TODO.md").read_text(encoding="utf-8") == \
+        "Plan: 1 of 2 done\n[x] run the tests\n[ ] fix calc.py\n"
+    again = Plan.load(tmp_path / "work" / "TODO.md")
+    assert again.steps == plan.steps and not (tmp_path / "work" / "TODO.md.writing").exists()
+    assert Plan.load(tmp_path / "none.md").steps == []
