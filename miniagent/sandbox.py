@@ -65,7 +65,7 @@ class Ran:
         if self.stderr.strip():
             parts.append("stderr:\n" + self.stderr.rstrip("\n"))
         if self.timed_out:
-            parts.append(f"[stopped: still running after the time limit; every process it started was killed]")
+            parts.append("[stopped: still running after the time limit; every process it started was killed]")
         elif self.exit_code:
             parts.append(f"[exit code {self.exit_code}]")
         if self.truncated:
