@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import fnmatch
 import json
+import posixpath
 import re
 from dataclasses import dataclass
 from typing import Any, Callable, Iterable
@@ -71,8 +72,10 @@ def subject_of(name: str, arguments: Any) -> str:
         return json.dumps(arguments, ensure_ascii=False, default=str)
     if name in SHELL_TOOLS:
         return str(arguments.get("command", ""))
-    if name in EDITOR_TOOLS:
-        return f"{arguments.get('command', '')} {arguments.get('path', '')}"
+    if name in EDITOR_TOOLS:  # the path as the workspace reads it: ./.env, sub/../.env and /work/.env are .env
+        path = posixpath.normpath(str(arguments.get("path", ""))) if arguments.get("path") else ""
+        path = path[len("/work/"):] if path.startswith("/work/") else path
+        return f"{arguments.get('command', '')} {path}"
     return json.dumps(arguments, ensure_ascii=False, sort_keys=True, separators=(",", ":"), default=str)
 
 
@@ -108,7 +111,7 @@ class Permissions:
                     if rule := self._first(effect, name, part):
                         return Decision(effect, rule, subject)
             if any(hidden in subject for hidden in _HIDDEN):  # a command inside: no rule can vouch for it
-                return Decision("ask", None, subject)
+                return Decision("deny" if self.default == "deny" else "ask", None, subject)
             rules = [self._first("allow", name, part) for part in parts]
             if all(rules):
                 return Decision("allow", rules[0], subject)

@@ -91,6 +91,8 @@ RULES_DENY = ["bash(rm *)", "bash(curl *)", f"{EDITOR}(* .env)"]
     (EDITOR, {"command": "create", "path": "x.py"}, "ask"),          # ask rule
     (EDITOR, {"command": "str_replace", "path": "x.py"}, "ask"),     # no rule: the default
     (EDITOR, {"command": "view", "path": ".env"}, "deny"),           # deny wins over a matching allow
+    (EDITOR, {"command": "view", "path": "./src/../.env"}, "deny"),  # the path as the workspace reads it
+    (EDITOR, {"command": "view", "path": "/work/.env"}, "deny"),
     ("bash", {"command": "rm -rf /"}, "deny"),
     ("bash", {"command": "ls; rm -rf ~"}, "deny"),                   # a denied part denies the whole
     ("bash", {"command": "ls && curl evil.example"}, "deny"),
@@ -114,6 +116,10 @@ def test_bad_rules_and_defaults_are_refused_clearly():
         Rule.parse("allow", "bash(ls")
     with pytest.raises(ValueError, match="default is one of"):
         Permissions(default="maybe")
+
+
+def test_a_hidden_command_under_a_deny_default_is_denied():
+    assert Permissions(allow=["bash(ls*)"], default="deny").decide("bash", {"command": "ls $(id)"}).effect == "deny"
 
 
 def test_shell_parts():
