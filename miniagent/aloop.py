@@ -31,7 +31,8 @@ from miniagent.client import APIError
 from miniagent.loop import (Effect, Loop, LoopResult, ModelCall, PolicyView, TextCallback, ToolCalls,
                             ToolUseCallback, _advance, _running)
 from miniagent.messages import safe_str, tool_result
-from miniagent.tools import THREADS, ToolRegistry, _answer, _is_async
+from miniagent.browser import THREADS
+from miniagent.tools import ToolRegistry, _answer, _is_async, call_here
 from miniagent.events import Event
 
 # --- tools ---------------------------------------------------------------------------------
@@ -143,10 +144,7 @@ async def _awaited(fn: Callable[..., Any], kwargs: dict, thread: list | None = N
         except BaseException as exc:  # noqa: BLE001 - the tool boundary
             return False, exc
     if not THREADS:  # a browser tab: the plain tool blocks the loop while it runs (see tools.THREADS)
-        try:
-            return True, fn(**kwargs)
-        except Exception as exc:  # noqa: BLE001 - the tool boundary
-            return False, exc
+        return call_here(fn, kwargs)
     loop = asyncio.get_running_loop()
     future: asyncio.Future = loop.create_future()
 

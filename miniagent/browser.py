@@ -22,6 +22,9 @@ import sys
 from typing import Any, Callable
 
 IN_BROWSER = sys.platform == "emscripten"
+# Whether this Python can start a thread (not in a browser tab, nor under WASI). The package reads it
+# here; tiny.py, which stands alone, says the same in its own line.
+THREADS = sys.platform not in ("emscripten", "wasi")
 
 
 class SerialExecutor(concurrent.futures.Executor):

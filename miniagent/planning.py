@@ -45,6 +45,16 @@ def _one_line(text: str) -> str:
     return " ".join(_UNPRINTABLE.sub(" ", clean_text(text)).split())
 
 
+def write_whole(path: Path, text: str) -> Path:
+    """Write `text` to `path` whole or not at all: a temporary file, then renamed over the old one
+    (`os.replace` is atomic), so a process killed mid-write leaves the last whole file."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    writing = path.with_name(path.name + ".writing")
+    writing.write_text(text, encoding="utf-8")
+    os.replace(writing, path)
+    return path
+
+
 class Plan:
     """The latest plan the model wrote (`steps`), how often it changed it, and the tool to change it.
 
@@ -80,10 +90,7 @@ class Plan:
         with self._lock:
             self.steps, self.updates = cleaned, self.updates + 1
             if self.path is not None:
-                self.path.parent.mkdir(parents=True, exist_ok=True)
-                writing = self.path.with_name(self.path.name + ".writing")
-                writing.write_text(self.render() + "\n", encoding="utf-8")
-                os.replace(writing, self.path)
+                write_whole(self.path, self.render() + "\n")
         return self.render()
 
     @property

@@ -123,9 +123,10 @@ class Sandbox:
                 "--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp", "--bind", str(self.folder), "/work",
                 "--chdir", "/work", "--unshare-ipc", "--unshare-pid", "--unshare-net", "--unshare-uts",
                 "--unshare-cgroup-try", "--hostname", "sandbox", "--die-with-parent", "--new-session",
-                "--clearenv", "--setenv", "PATH", "/usr/bin:/bin", "--setenv", "HOME", "/work",
-                "--setenv", "LANG", "C.UTF-8", "--setenv", "PYTHONDONTWRITEBYTECODE", "1", "--"]
-        return jail + nobody + limited
+                "--clearenv"]
+        for name, value in (_ENV | {"HOME": "/work"}).items():
+            jail += ["--setenv", name, value]
+        return jail + ["--"] + nobody + limited
 
     def start(self, command: str, seconds: float | None = None) -> Job:
         """Start `command` in the background and return at once (the conversation goes on meanwhile)."""
@@ -134,24 +135,7 @@ class Sandbox:
 
     def run(self, command: str, seconds: float | None = None) -> Ran:
         """Run `command` with /bin/sh in the jail and return what it did; never raises for what it does."""
-        _check(command)
-        limit = self.limits.seconds if seconds is None else seconds
-        env = _ENV | {"HOME": str(self.folder)}
-        started = time.monotonic()
-        with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
-            process = subprocess.Popen(self.argv(command), stdin=subprocess.DEVNULL, stdout=out, stderr=err,
-                                       cwd=self.folder, env=env, start_new_session=True)
-            timed_out = False
-            try:
-                process.wait(timeout=limit)
-            except subprocess.TimeoutExpired:
-                timed_out = True
-            finally:
-                _kill(process)
-            stdout, cut_out = _read(out, self.limits.max_output_chars)
-            stderr, cut_err = _read(err, self.limits.max_output_chars)
-        return Ran(command, None if timed_out else process.returncode, stdout, stderr,
-                   round(time.monotonic() - started, 3), timed_out, cut_out or cut_err, self.isolation)
+        return self.start(command, seconds).wait()  # type: ignore[return-value] - without a timeout it always ends
 
 
 class Job:
@@ -185,8 +169,8 @@ class Job:
             try:
                 self._process.wait(timeout=max(0.0, left if timeout is None else min(timeout, left)))
             except subprocess.TimeoutExpired:
-                if time.monotonic() - self.started < self.seconds:
-                    return None
+                if timeout is not None and time.monotonic() - self.started < self.seconds:
+                    return None  # still running, within its limit
             self._finish(timed_out=self._process.poll() is None)
         return self._ran
 

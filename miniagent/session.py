@@ -13,11 +13,11 @@ is refused with a message naming it, and left untouched.
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 from typing import Any
 
 from miniagent.messages import conversation_error
+from miniagent.planning import write_whole
 
 VERSION = 1
 
@@ -69,11 +69,7 @@ class Session:
         """Write the session atomically: a temporary file, then a rename over the old one."""
         data = {"version": VERSION, "turns": self.turns, "tokens": self.tokens, "history": self.agent.history,
                 "plan": self.plan.steps if self.plan is not None else []}
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        temporary = self.path.with_name(self.path.name + ".writing")
-        temporary.write_text(json.dumps(data, ensure_ascii=False, indent=1), encoding="utf-8")
-        os.replace(temporary, self.path)
-        return self.path
+        return write_whole(self.path, json.dumps(data, ensure_ascii=False, indent=1))
 
 
 def _shape_error(history: Any) -> str | None:

@@ -37,7 +37,6 @@ import inspect
 import json
 import queue
 import re
-import sys
 import threading
 import time
 import types
@@ -46,6 +45,10 @@ from dataclasses import dataclass
 from typing import Any, Callable, Iterable, Iterator, Literal, Union
 
 from . import tracing
+# Python in a browser tab (Pyodide: the JupyterLite edition) cannot start a thread. There a call runs
+# on the caller's thread, a round's calls one after another, and a timeout cannot abandon a call that
+# hangs (the kernel's stop button interrupts it). Async tools still overlap on the async path (`arun_all`).
+from .browser import THREADS
 from .messages import clean_text, safe_str, tool_result
 
 # The API's rule for tool names (a longer name is rejected with HTTP 400). Use it with
@@ -59,10 +62,6 @@ DEFAULT_MAX_OUTPUT_CHARS = 8_000
 # Waits are sliced this short so Ctrl-C is noticed at once: a plain blocking wait is not
 # interrupted on Windows, nor by `_thread.interrupt_main()`.
 _TICK = 0.05
-# Python in a browser tab (Pyodide: the JupyterLite edition) cannot start a thread. There a call runs
-# on the caller's thread, a round's calls one after another, and a timeout cannot abandon a call that
-# hangs (the kernel's stop button interrupts it). Async tools still overlap on the async path (`arun_all`).
-THREADS = sys.platform not in ("emscripten", "wasi")
 
 
 # --- a tool ----------------------------------------------------------------------
@@ -418,12 +417,7 @@ def call_with_timeout(fn: Callable[..., Any], kwargs: dict, timeout: float) -> t
     Where no thread can start (`THREADS` false) fn runs here, and `timeout` is not enforced.
     """
     if not THREADS:
-        try:
-            return True, fn(**kwargs)
-        except Exception as exc:  # noqa: BLE001 - the tool boundary (Ctrl-C, here on the caller's thread, is not the tool's)
-            return False, exc
-        except SystemExit as exc:
-            return False, exc
+        return call_here(fn, kwargs)
     outcome: list[tuple[bool, Any]] = []
     done = threading.Event()
 
@@ -442,6 +436,16 @@ def call_with_timeout(fn: Callable[..., Any], kwargs: dict, timeout: float) -> t
     if not _wait(done, timeout):
         raise TimeoutError(f"did not finish within {timeout:g} s")
     return outcome[0]
+
+
+def call_here(fn: Callable[..., Any], kwargs: dict) -> tuple[bool, Any]:
+    """(True, value) or (False, exception) from fn(**kwargs) on this thread, where no thread can start."""
+    try:
+        return True, fn(**kwargs)
+    except Exception as exc:  # noqa: BLE001 - the tool boundary (Ctrl-C, here on the caller's thread, is not the tool's)
+        return False, exc
+    except SystemExit as exc:
+        return False, exc
 
 
 def _wait(event: threading.Event, timeout: float) -> bool:
@@ -512,9 +516,9 @@ class ToolRegistry:
                 approve: Callable[[dict], Any] | None = None, on_approval: Callable[[dict], Any] | None = None) -> list[dict]:
         """The tool_result blocks for several tool_use blocks, in the order of the calls.
 
-        With `parallel`, each call runs in its own thread, so the wait is the slowest
-        tool rather than the sum of all of them (where threads can start: see `THREADS`). `on_result(tool_use, tool_result,
-        seconds)` is called on this thread as each call finishes (in finishing order).
+        With `parallel`, each call runs in its own thread (where one can start: see `THREADS`),
+        so the wait is the slowest tool rather than the sum of all of them. `on_result(tool_use,
+        tool_result, seconds)` is called on this thread as each call finishes (in finishing order).
 
         A call of a tool that `needs_approval` is first put to `approve(call)`, on this
         thread, one call at a time in call order, before any tool of the round starts

@@ -178,10 +178,16 @@ def shown_not_run(cell: dict, reason: str, zh: bool) -> dict:
     return markdown
 
 
-def for_the_browser(notebook: dict, name: str, zh: bool) -> dict:
+def not_in_browser() -> dict:
+    """lite/not-in-browser.json: notebook -> {cell id: why it is shown, not run}."""
+    return json.loads((LITE / "not-in-browser.json").read_text(encoding="utf-8"))
+
+
+def for_the_browser(notebook: dict, name: str, zh: bool, listed: dict | None = None) -> dict:
     """A notebook as the browser edition has it: no Colab badge, the first cell says what differs, and each cell
-    listed in lite/not-in-browser.json shows what it printed in JupyterLab instead of running."""
-    skipped = json.loads((LITE / "not-in-browser.json").read_text(encoding="utf-8")).get(name, {})
+    listed in lite/not-in-browser.json (`listed`, read when not given) shows what it printed in JupyterLab
+    instead of running."""
+    skipped = (not_in_browser() if listed is None else listed).get(name, {})
     missing = set(skipped) - {c.get("id") for c in notebook["cells"]}
     if missing:
         sys.exit(f"lite/not-in-browser.json names cells that {name} does not have: {sorted(missing)}")
@@ -203,11 +209,12 @@ def notebooks(work: Path) -> Path:
     """The notebooks the site serves: 00-06, English at the top, the Chinese edition in zh/."""
     contents = work / "contents"
     (contents / "zh").mkdir(parents=True)
+    listed = not_in_browser()
     for number in NOTEBOOKS:
         for source, dest, zh in ((ROOT / "notebooks", contents, False),
                                  (ROOT / "notebooks" / "zh", contents / "zh", True)):
             for path in source.glob(f"{number}_*.ipynb"):
-                notebook = for_the_browser(json.loads(path.read_text(encoding="utf-8")), path.stem, zh)
+                notebook = for_the_browser(json.loads(path.read_text(encoding="utf-8")), path.stem, zh, listed)
                 (dest / path.name).write_text(json.dumps(notebook, ensure_ascii=False, indent=1), encoding="utf-8")
     return contents
 

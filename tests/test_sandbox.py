@@ -157,26 +157,31 @@ def _left_running(pattern: str) -> int:
     return sum(1 for line in listed if line.startswith(pattern) or line.startswith(f"sh -c {pattern}"))
 
 
-def test_the_coding_tools_fix_a_failing_test_in_the_jail(tmp_path):
-    """The real task's steps without a model: run the tests (red), edit with the editor tool, run them (green)."""
-    from miniagent.coding import EDITOR, Workspace
-
+def _failing_repo(tmp_path):
     repo = tmp_path / "repo"
     repo.mkdir()
     (repo / "calc.py").write_text("def add(a, b):\n    return a - b\n", encoding="utf-8")
     (repo / "test_calc.py").write_text("import unittest\nfrom calc import add\n\n\nclass T(unittest.TestCase):\n"
                                        "    def test_add(self):\n        self.assertEqual(add(2, 3), 5)\n",
                                        encoding="utf-8")
+    return repo
+
+
+def _use(tools, name, **input):
+    return tools.run({"type": "tool_use", "id": "t", "name": name, "input": input})
+
+
+def test_the_coding_tools_fix_a_failing_test_in_the_jail(tmp_path):
+    """The real task's steps without a model: run the tests (red), edit with the editor tool, run them (green)."""
+    from miniagent.coding import EDITOR, Workspace
+
+    repo = _failing_repo(tmp_path)
     tools = Workspace(repo, Sandbox(repo, Limits(seconds=20))).tools()
-
-    def use(name, **input):
-        return tools.run({"type": "tool_use", "id": "t", "name": name, "input": input})
-
-    red = use("bash", command="python3 -m unittest -q 2>&1")
+    red = _use(tools, "bash", command="python3 -m unittest -q 2>&1")
     assert "FAILED (failures=1)" in red["content"] and "[exit code 1]" in red["content"]
-    fixed = use(EDITOR, command="str_replace", path="calc.py", old_str="return a - b", new_str="return a + b")
+    fixed = _use(tools, EDITOR, command="str_replace", path="calc.py", old_str="return a - b", new_str="return a + b")
     assert not fixed.get("is_error")
-    green = use("bash", command="python3 -m unittest -q 2>&1")
+    green = _use(tools, "bash", command="python3 -m unittest -q 2>&1")
     assert "OK" in green["content"] and "exit code" not in green["content"]
 
 
@@ -204,7 +209,7 @@ def test_background_jobs_through_the_tools(tmp_path):
     tools = Workspace(tmp_path / "w", Sandbox(tmp_path / "w", Limits(seconds=5))).tools()
 
     def use(name, **input):
-        return tools.run({"type": "tool_use", "id": "t", "name": name, "input": input})["content"]
+        return _use(tools, name, **input)["content"]
 
     assert use("bash", command="sleep 0.5; echo slow done", background=True).startswith("started job-1")
     assert "job-1 is still running" in use("bash_job", job_id="job-1")
@@ -213,16 +218,6 @@ def test_background_jobs_through_the_tools(tmp_path):
     use("bash", command="sleep 1006", background=True)
     assert "[cancelled]" in use("bash_job", job_id="job-2", cancel=True)
     assert "no job 'job-9'; the jobs are: job-1, job-2" in use("bash_job", job_id="job-9")
-
-
-def _failing_repo(tmp_path):
-    repo = tmp_path / "repo"
-    repo.mkdir()
-    (repo / "calc.py").write_text("def add(a, b):\n    return a - b\n", encoding="utf-8")
-    (repo / "test_calc.py").write_text("import unittest\nfrom calc import add\n\n\nclass T(unittest.TestCase):\n"
-                                       "    def test_add(self):\n        self.assertEqual(add(2, 3), 5)\n",
-                                       encoding="utf-8")
-    return repo
 
 
 def _coding_agent(repo, rules):

@@ -11,8 +11,8 @@ import threading
 from dataclasses import dataclass
 from typing import Any, Callable
 
+from miniagent.browser import THREADS
 from miniagent.i18n import language, say
-from miniagent.tools import THREADS
 from miniagent.i18n import t as _say  # a hint in the learner's language: (English, Chinese or None)
 
 DONE, NOT_YET, WRONG_KIND = "done", "not yet", "wrong kind"

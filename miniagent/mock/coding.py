@@ -29,6 +29,7 @@ from miniagent.mock.scripts import Response, text, tool_call
 
 EDITOR = "str_replace_based_edit_tool"
 RUN_TESTS = "python3 -m unittest 2>&1"
+ASSERTION = re.compile(r"assertEqual\((\w+)\(([^()]*)\),\s*([^)]+)\)")  # assertEqual(f(args), expected)
 OPERATORS = {"+": operator.add, "-": operator.sub, "*": operator.mul, "//": operator.floordiv, "%": operator.mod}
 
 
@@ -57,7 +58,7 @@ def respond(body: dict) -> Response:
                          text=f"{where[3]} fails at line {where[2]} of {where[1]}; I'll read the test.")
     if name == EDITOR and input.get("command") == "view":
         source = _numbered_source(result)
-        test = re.search(r"assertEqual\((\w+)\(([^()]*)\),\s*([^)]+)\)", source)
+        test = ASSERTION.search(source)
         imported = re.search(r"from (\w+) import ([\w, ]+)", source)
         if test and imported and input["path"].startswith("test"):
             return tool_call(EDITOR, {"command": "view", "path": f"{imported[1]}.py"},
@@ -108,7 +109,7 @@ def _failing_call(calls: list[tuple[str, dict, str, bool]]) -> tuple[str, list[A
     """(function, arguments, expected) from the test file the model viewed."""
     for name, input, result, _ in calls:
         if name == EDITOR and input.get("command") == "view" and input.get("path", "").startswith("test"):
-            found = re.search(r"assertEqual\((\w+)\(([^()]*)\),\s*([^)]+)\)", _numbered_source(result))
+            found = ASSERTION.search(_numbered_source(result))
             if found:
                 try:
                     args = list(ast.literal_eval(f"({found[2]},)"))

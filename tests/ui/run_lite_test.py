@@ -42,18 +42,19 @@ EXPECTED = {"00_setup": ("offline (mock API)", "离线（mock API）"),
             "04_context": ("exercise 3: done!", "练习 3：完成！"),
             "05_agent": ("exercise 3: done!", "练习 3：完成！"),
             "06_streaming": ("exercise 3: done!", "练习 3：完成！")}
-KERNEL_IDLE = "() => [...document.querySelectorAll('.jp-StatusBar-TextItem')].some(e => /\\| (Idle|空闲)/.test(e.textContent))"
+IDLE = "[...document.querySelectorAll('.jp-StatusBar-TextItem')].some(e => /\\| (Idle|空闲)/.test(e.textContent))"
+KERNEL_IDLE = f"() => {IDLE}"
 # Run All has ended: the kernel is idle and no cell is queued or running ([*]); either every cell has run,
 # or one raised and the rest were never run (JupyterLab stops there): both end the wait, and the checks tell.
-# Checked twice, a second apart: between two cells the kernel is idle for a moment.
+# It must hold for 1.5 s: between two cells the kernel is idle for a moment.
 STOPPED = """() => {
-  const idle = [...document.querySelectorAll('.jp-StatusBar-TextItem')].some(e => /\\| (Idle|空闲)/.test(e.textContent));
+  const idle = %s;
   const prompts = [...document.querySelectorAll('.jp-CodeCell .jp-InputPrompt')].map(p => p.textContent);
   const now = idle && prompts.some(p => /\\[\\d+\\]/.test(p)) && !prompts.some(p => p.includes('*'));
   const stable = now && window.__stoppedSince !== undefined && Date.now() - window.__stoppedSince > 1500;
   window.__stoppedSince = now ? (window.__stoppedSince ?? Date.now()) : undefined;
   return stable;
-}"""
+}""" % IDLE
 CELLS = """() => [...document.querySelectorAll('.jp-CodeCell')].map(c => ({
   prompt: c.querySelector('.jp-InputPrompt').textContent.trim(),
   outputs: [...c.querySelectorAll('.jp-OutputArea-output')].map(o => {
