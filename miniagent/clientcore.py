@@ -218,7 +218,8 @@ class ClientCore:
                  timeout: float = 60.0, max_retries: int = 2, max_retry_wait: float = 60.0,
                  max_response_bytes: int = MAX_RESPONSE_BYTES, stream_timeout: float = STREAM_TIMEOUT,
                  sleep: Callable[[float], Any], mode: str = "live", mock: Any = None, history: int = 50,
-                 format: Any = None, provider: str = "anthropic", key_env: str = "ANTHROPIC_API_KEY"):
+                 format: Any = None, provider: str = "anthropic", key_env: str = "ANTHROPIC_API_KEY",
+                 betas: tuple[str, ...] | list[str] = ()):
         self._api_key = checked_key(api_key)
         self.format = format or AnthropicFormat()  # the wire format: Messages API, or Chat Completions (08)
         self.provider, self.key_env = provider, key_env  # for messages: which preset, which variable holds the key
@@ -237,6 +238,9 @@ class ClientCore:
         self.mock = mock  # the MockAPI behind an offline client, for scripts and faults
         self.usage = Usage()
         self.exchanges: deque[Exchange] = deque(maxlen=history)
+        # Beta features asked for by name, sent as `anthropic-beta` (Messages API only), e.g.
+        # ["context-management-2025-06-27"] for server-side context editing (notebook 15).
+        self.betas = list(betas)
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}(mode={self.mode!r}, base_url={self.base_url!r}, model={self.model!r})"
@@ -248,7 +252,10 @@ class ClientCore:
     # The request ------------------------------------------------------------------
 
     def headers(self) -> dict[str, str]:
-        return self.format.headers(self._api_key, self.api_version)
+        headers = self.format.headers(self._api_key, self.api_version)
+        if self.betas and "anthropic-version" in headers:
+            headers["anthropic-beta"] = ",".join(self.betas)
+        return headers
 
     def endpoint(self) -> tuple[str, dict[str, str]]:
         """(URL, headers) for a call written by hand: this connection's chat endpoint (its base URL and

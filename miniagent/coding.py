@@ -17,7 +17,8 @@ context"), through the registry's tool boundary.
 
 `bash` runs a command with `Sandbox` (miniagent.sandbox): the same folder at /work, no network;
 with `background` it returns at once with a job id, and `bash_job` reads the job's output so far,
-its result once ended, or cancels it (notebook 15's background work).
+its result once ended (waiting up to `wait` seconds for it), or cancels it (notebook 15's
+background work).
 """
 
 from __future__ import annotations
@@ -191,22 +192,27 @@ class Workspace:
     def job_tool(self) -> Tool:
         schema = {"type": "object", "properties": {
             "job_id": {"type": "string", "description": "the id bash gave, e.g. job-1"},
+            "wait": {"type": "number", "description": "seconds to wait for it to end, if it is still running "
+                                                      "(0: answer at once, the default)"},
             "cancel": {"type": "boolean", "description": "stop it and everything it started"}},
             "required": ["job_id"], "additionalProperties": False}
 
-        def bash_job(job_id: str, cancel: bool = False) -> str:
+        def bash_job(job_id: str, cancel: bool = False, wait: float = 0) -> str:
             job = self.jobs.get(job_id)
             if job is None:
                 raise ValueError(f"no job {job_id!r}; the jobs are: {', '.join(self.jobs) or '(none)'}")
             if cancel:
                 return job.cancel().text()
+            if isinstance(wait, (int, float)) and not isinstance(wait, bool) and wait > 0:
+                job.wait(timeout=min(float(wait), job.seconds))  # at most its own limit: it ends by then
             if job.running():
                 return f"{job_id} is still running ({time.monotonic() - job.started:.0f} s); its output so far:\n" + \
                     (job.so_far() or "(none yet)")
             return job.wait().text()  # type: ignore[union-attr]
 
+        limit = self.sandbox.limits.seconds + 5 if self.sandbox else None  # a wait is at most the job's limit
         return Tool("bash_job", "The output of a command started with bash(background=true), or cancel it.",
-                    schema, bash_job)
+                    schema, bash_job, **({"timeout": limit} if limit else {}))
 
     def tools(self, shell: bool = True, needs_approval: bool = False) -> ToolRegistry:
         """The editor, and the shell unless `shell` is False; `needs_approval` for Permissions to govern them."""

@@ -23,6 +23,8 @@ The rules, in the order they apply:
 6. `until_done` hooks decide whether a finished run is done (`Hooks.run`): one that returns a
    string sends the agent back to work with it as the next message ("2 tests still fail"), at
    most `max_rounds` times; None lets it stop. One that raises is recorded and lets it stop.
+   A run that answered, or used up its `max_iterations` for this turn, is theirs to judge; one
+   that failed (an API error, the token budget) stops whatever they say.
 """
 
 from __future__ import annotations
@@ -66,7 +68,7 @@ class Hooks:
         """agent.run(question), sent back to work while an `until_done` hook says it is not done."""
         result = agent.run(question)
         for _ in range(max_rounds):
-            if not result.ok:
+            if not (result.ok or result.stop == "max_iterations"):  # an error, a budget: not the hooks' to undo
                 break
             more = None
             for name, hook in self._until_done:

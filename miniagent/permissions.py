@@ -61,9 +61,12 @@ class Decision:
     effect: str          # allow, ask or deny
     rule: Rule | None    # the rule that decided (None: the default)
     subject: str
+    note: str = ""       # why, when no rule decided and it was not simply the default
 
     def reason(self) -> str:
-        return f"{self.effect} by the rule {self.rule}" if self.rule else f"{self.effect} (no rule matched: the default)"
+        if self.rule:
+            return f"{self.effect} by the rule {self.rule}"
+        return f"{self.effect} ({self.note or 'no rule matched: the default'})"
 
 
 def subject_of(name: str, arguments: Any) -> str:
@@ -111,7 +114,8 @@ class Permissions:
                     if rule := self._first(effect, name, part):
                         return Decision(effect, rule, subject)
             if any(hidden in subject for hidden in _HIDDEN):  # a command inside: no rule can vouch for it
-                return Decision("deny" if self.default == "deny" else "ask", None, subject)
+                return Decision("deny" if self.default == "deny" else "ask", None, subject,
+                                "it runs a command inside $( ), backquotes or <( ), which no rule can see")
             rules = [self._first("allow", name, part) for part in parts]
             if all(rules):
                 return Decision("allow", rules[0], subject)

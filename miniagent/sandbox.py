@@ -11,8 +11,9 @@ size: which also bounds its output, written to files), a wall-clock timeout that
 namespace, and output read up to `max_output_chars`.
 
 Without bubblewrap, `Sandbox(folder)` refuses, saying how to install it. `Sandbox(folder,
-isolation="none")` must be asked for by name: the same limits, no isolation at all (the command can
-read your files and reach the network).
+isolation="none")` must be asked for by name: the same limits (set with `resource` where prlimit is
+missing, as on macOS), no isolation at all (the command can read your files and reach the network).
+Windows has no /bin/sh: there, use WSL.
 
 What it does not protect against: the kernel itself (namespaces share it; a VM or gVisor is the next
 step), CPU spent within the time limit, and reading what /usr holds (installed software, public).
@@ -97,6 +98,8 @@ class Sandbox:
     def __init__(self, folder: str | Path, limits: Limits = Limits(), isolation: str = "bwrap") -> None:
         if isolation not in ("bwrap", "none"):
             raise ValueError(f"isolation is 'bwrap' or 'none', not {isolation!r}")
+        if os.name != "posix":
+            raise RuntimeError("the sandbox runs commands with /bin/sh, which Windows lacks: use WSL (Linux on Windows)")
         self.folder = Path(folder).resolve()
         if not self.folder.is_dir():
             raise ValueError(f"{self.folder} is not a folder")
@@ -115,7 +118,7 @@ class Sandbox:
         limited = ["prlimit", f"--as={limits.memory_mb * 2**20}", f"--nproc={limits.processes}",
                    f"--fsize={limits.file_mb * 2**20}", "--", "/bin/sh", "-c", command]
         if self.isolation == "none":
-            return limited
+            return limited if shutil.which("prlimit") else limited[limited.index("--") + 1:]  # else: _set_limits
         nobody = (["setpriv", f"--reuid={NOBODY}", f"--regid={NOBODY}", "--clear-groups",
                    "--inh-caps=-all", "--bounding-set=-all", "--"] if self._as_nobody else [])
         jail = [self._bwrap, *_system(),
@@ -133,6 +136,11 @@ class Sandbox:
         _check(command)
         return Job(self, command, self.limits.seconds if seconds is None else seconds)
 
+    @property
+    def argv_is_bare(self) -> bool:
+        """True when the command line has no prlimit (isolation none without it): the limits are set in the child."""
+        return self.isolation == "none" and not shutil.which("prlimit")
+
     def run(self, command: str, seconds: float | None = None) -> Ran:
         """Run `command` with /bin/sh in the jail and return what it did; never raises for what it does."""
         return self.start(command, seconds).wait()  # type: ignore[return-value] - without a timeout it always ends
@@ -148,7 +156,8 @@ class Job:
         self.started = time.monotonic()
         self._process = subprocess.Popen(sandbox.argv(command), stdin=subprocess.DEVNULL, stdout=self._out,
                                          stderr=self._err, cwd=sandbox.folder, env=_ENV | {"HOME": str(sandbox.folder)},
-                                         start_new_session=True)
+                                         start_new_session=True,
+                                         preexec_fn=_set_limits(sandbox.limits) if sandbox.argv_is_bare else None)
         self._ran: Ran | None = None
         self.cancelled = False
 
@@ -192,6 +201,20 @@ class Job:
                         cut_out or cut_err, self._sandbox.isolation)
         self._out.close()
         self._err.close()
+
+
+def _set_limits(limits: Limits):
+    """The limits prlimit would set, set by the child itself before it runs the shell (no prlimit: macOS)."""
+    import resource
+
+    def set_them() -> None:
+        for name, value in (("RLIMIT_AS", limits.memory_mb * 2**20), ("RLIMIT_NPROC", limits.processes),
+                            ("RLIMIT_FSIZE", limits.file_mb * 2**20)):
+            try:
+                resource.setrlimit(getattr(resource, name), (value, value))
+            except (AttributeError, ValueError, OSError):  # a limit this system will not set (macOS: RLIMIT_AS)
+                pass
+    return set_them
 
 
 def _kill(process: subprocess.Popen) -> None:

@@ -41,6 +41,8 @@ from miniagent.exercises.n10 import check_10_1, check_10_2, check_10_3
 from miniagent.exercises.n11 import check_11_1, check_11_2, check_11_3
 from miniagent.exercises.n12 import check_12_1, check_12_2, check_12_3
 from miniagent.exercises.n13 import check_13_1, check_13_2, check_13_3
+from miniagent.exercises.n14 import check_14_1, check_14_2, check_14_3
+from miniagent.exercises.n15 import check_15_1, check_15_2, check_15_3
 
 __all__ = ["CHECKS", "DONE", "NOT_YET", "TIMEOUT", "WRONG_KIND", "Verdict",
            "check_00_1", "check_01_1", "check_01_2", "check_01_3", "check_02_1", "check_02_2",
@@ -52,4 +54,6 @@ __all__ = ["CHECKS", "DONE", "NOT_YET", "TIMEOUT", "WRONG_KIND", "Verdict",
            "check_10_1", "check_10_2", "check_10_3",
            "check_11_1", "check_11_2", "check_11_3",
            "check_12_1", "check_12_2", "check_12_3",
-           "check_13_1", "check_13_2", "check_13_3"]
+           "check_13_1", "check_13_2", "check_13_3",
+           "check_14_1", "check_14_2", "check_14_3",
+           "check_15_1", "check_15_2", "check_15_3"]

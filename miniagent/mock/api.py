@@ -69,7 +69,7 @@ from urllib.parse import urlsplit
 import httpx2
 
 from miniagent.mock import brain as _brain
-from miniagent.mock import cors, embeddings, openai_chat, openai_stream, openai_wire, safejson, stream
+from miniagent.mock import context_editing, cors, embeddings, openai_chat, openai_stream, openai_wire, safejson, stream
 from miniagent.mock import openai_responses, openai_responses_stream
 from miniagent.mock.caching import PromptCache
 from miniagent.mock.thinking import output_tokens
@@ -513,6 +513,7 @@ class MockAPI:
             return _error(problem, rid)
         if counting:
             return _json_reply(200, {"input_tokens": estimate_request(body)}, rid)
+        body, applied = context_editing.apply(body, betas)  # the server's own edits, before the model reads it
         try:
             partial = self._next_partial(body)
         except Exception as exc:  # a bug in the brain or a scripted callable: report it as a 500
@@ -524,7 +525,10 @@ class MockAPI:
                                  retry_after=partial.get("retry_after", DEFAULT_RETRY_AFTER), source="Scripted error")
         cut_json = partial.get("cut_json")
         fault = script_fault(partial["fault"]) if partial.get("fault") is not None else None
-        return _Answer(self._message(body, partial), cut_json if isinstance(cut_json, str) else None, fault, turn)
+        message = self._message(body, partial)
+        if applied is not None:
+            message["context_management"] = {"applied_edits": applied}
+        return _Answer(message, cut_json if isinstance(cut_json, str) else None, fault, turn)
 
     def _pacing_for(self, header: str | None, path: str) -> Pacing:
         """The `x-mock-pace` header's pacing, else the mock's; token counts and embeddings are never paced."""

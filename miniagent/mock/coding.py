@@ -4,12 +4,14 @@ Not a model: a recipe, read off the conversation at every call (stateless, like 
 mock), which is what notebook 14 needs offline and says it is. Given the editor
 (`str_replace_based_edit_tool`) and `bash`, it
 
+0. when it has a `load_skill` tool (notebook 15) and the system prompt lists a skill for failing
+   tests, loads it first; when it has `update_plan`, writes its plan (four steps) next;
 1. runs the tests (`python3 -m unittest 2>&1`);
 2. on a failure, views the failing test's file (named in the traceback);
 3. views the module the test imports the failing function from;
 4. tries the arithmetic operators in that function's `return` line until one gives the value
    the assertion expects for the arguments it passes, and makes that edit with `str_replace`;
-5. runs the tests again, and answers when they pass.
+5. runs the tests again, and answers when they pass (checking off its plan first, if it wrote one).
 
 A refused call (a permission rule, a hook, a person) ends it with an answer saying what was
 refused. A failure it has no recipe for (anything but one wrong operator in a return line) ends
@@ -30,6 +32,8 @@ from miniagent.mock.scripts import Response, text, tool_call
 EDITOR = "str_replace_based_edit_tool"
 RUN_TESTS = "python3 -m unittest 2>&1"
 ASSERTION = re.compile(r"assertEqual\((\w+)\(([^()]*)\),\s*([^)]+)\)")  # assertEqual(f(args), expected)
+PLAN = ["Run the tests and read the failure", "Read the failing test and the code it calls", "Fix the code",
+        "Run the tests again"]
 OPERATORS = {"+": operator.add, "-": operator.sub, "*": operator.mul, "//": operator.floordiv, "%": operator.mod}
 
 
@@ -40,22 +44,35 @@ def model() -> Callable[[dict], Response]:
 
 def respond(body: dict) -> Response:
     calls = _calls(body.get("messages") or [])
-    if not calls:
-        return tool_call("bash", {"command": RUN_TESTS}, text="First I'll run the tests to see what fails.")
-    name, input, result, refused = calls[-1]
-    if refused:
+    offered = {t.get("name") for t in body.get("tools") or [] if isinstance(t, dict)}
+    made = {c[0] for c in calls}
+    if calls and calls[-1][3]:
+        name, input, result, _ = calls[-1]
         return text(f"I stopped: my last step ({name} {_subject(input)}) was refused: {result}")
+    if "load_skill" in offered and "load_skill" not in made and (skill := _skill_for(body.get("system"))):
+        return tool_call("load_skill", {"name": skill}, text=f"The {skill} skill covers this task; I'll read it first.")
+    if "update_plan" in offered and "update_plan" not in made:
+        return tool_call("update_plan", {"steps": [{"step": step, "done": False} for step in PLAN]},
+                         text="My plan for this task:")
+    work = [c for c in calls if c[0] in ("bash", EDITOR)]
+    if not work:
+        return tool_call("bash", {"command": RUN_TESTS}, text="First I'll run the tests to see what fails.")
+    if calls[-1][0] == "update_plan" and len(work) > 1:  # the plan checked off at the end: the answer
+        return text(_finished(calls))
+    name, input, result, _ = calls[-1] if calls[-1][0] in ("bash", EDITOR) else work[-1]
     if name == "bash":
         if re.search(r"^OK\b", result, re.M) and "FAILED" not in result:
-            edits = [i for n, i, _, _ in calls if n == EDITOR and i.get("command") == "str_replace"]
-            done = f" I changed `{edits[-1]['old_str']}` to `{edits[-1]['new_str']}` in {edits[-1]['path']}." if edits else ""
-            return text(f"All tests pass.{done}")
+            if "update_plan" in made:
+                return tool_call("update_plan", {"steps": [{"step": step, "done": True} for step in PLAN]},
+                                 text="The tests pass; every step of my plan is done.")
+            return text(_finished(calls))
         where = re.search(r'File "(?:/work/)?([^"]+\.py)", line (\d+), in (test\w*)', result)
         if where is None:
             return text("The tests did not run as I expected, and this scripted model has no recipe for that:\n"
                         + result[-500:])
-        return tool_call(EDITOR, {"command": "view", "path": where[1]},
-                         text=f"{where[3]} fails at line {where[2]} of {where[1]}; I'll read the test.")
+        path = where[1].rsplit("/", 1)[-1] if where[1].startswith("/") else where[1]  # run unjailed: a full path
+        return tool_call(EDITOR, {"command": "view", "path": path},
+                         text=f"{where[3]} fails at line {where[2]} of {path}; I'll read the test.")
     if name == EDITOR and input.get("command") == "view":
         source = _numbered_source(result)
         test = ASSERTION.search(source)
@@ -76,6 +93,22 @@ def respond(body: dict) -> Response:
     if name == EDITOR and input.get("command") == "str_replace":
         return tool_call("bash", {"command": RUN_TESTS}, text="Now I'll run the tests again.")
     return text("I have done what my recipe covers.")
+
+
+def _finished(calls: list[tuple[str, dict, str, bool]]) -> str:
+    edits = [i for n, i, _, _ in calls if n == EDITOR and i.get("command") == "str_replace"]
+    done = f" I changed `{edits[-1]['old_str']}` to `{edits[-1]['new_str']}` in {edits[-1]['path']}." if edits else ""
+    return f"All tests pass.{done}"
+
+
+def _skill_for(system: Any) -> str | None:
+    """The skill the system prompt lists ("- name: description") for failing tests, if any."""
+    if isinstance(system, list):
+        system = "\n".join(b.get("text", "") for b in system if isinstance(b, dict))
+    for name, description in re.findall(r"^- ([a-z0-9-]+): (.+)$", str(system or ""), re.M):
+        if "test" in description.lower() and "fail" in description.lower():
+            return name
+    return None
 
 
 def _calls(messages: list[dict]) -> list[tuple[str, dict, str, bool]]:

@@ -72,6 +72,8 @@ def message_events(message: dict, cut_json: str | None = None) -> list[dict]:
     events.append({"type": "message_delta",
                    "delta": {"stop_reason": message.get("stop_reason"), "stop_sequence": message.get("stop_sequence")},
                    "usage": {"output_tokens": total}})
+    if "context_management" in message:  # beta context editing: what the server cleared (context_editing.py)
+        events[-1]["context_management"] = message["context_management"]
     events.append({"type": "message_stop"})
     return events
 

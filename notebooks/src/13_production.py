@@ -662,7 +662,6 @@ miniagent.exercises.check_13_3(reference_as_data_text)
 #
 # ## Next
 #
-# This is the last notebook of the series. Where to go from here: the package's modules
-# are short enough to read in an afternoon (`miniagent/__init__.py` lists them); a
-# framework you adopt next will do all of this for you, and you now know what to look
-# for in it: its loop, its budgets, its context policy, its errors, and its traces.
+# Notebook 14 goes beyond the article, to the agents people use every day in 2026: a coding
+# agent that edits files and runs commands in a jail, under rules you write; notebook 15 keeps
+# it working for longer than one context window.
