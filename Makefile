@@ -104,9 +104,11 @@ test-lite: lite  ## the browser edition in headless Chromium: notebooks 00-06, b
 	@command -v chromium >/dev/null || (apt-get update -qq && apt-get install -y -qq chromium >/dev/null)
 	$(PY) tests/ui/run_lite_test.py build/lite
 
-test-sandbox: $(STAMP)  ## notebook 14's sandbox as an attacker meets it: reads and writes outside the folder, symlinks, network, a fork bomb, endless and huge commands (needs bubblewrap: installed here when missing)
+test-sandbox: $(STAMP)  ## notebook 14's sandbox as an attacker meets it (reads and writes outside the folder, symlinks, network, a fork bomb, endless and huge commands), then notebooks 14 and 15 in both editions against their saved outputs (needs bubblewrap: installed here when missing)
 	@command -v bwrap >/dev/null || (apt-get update -qq && apt-get install -y -qq bubblewrap >/dev/null)
 	$(PY) -m pytest tests/test_sandbox.py -m sandbox -p no:cacheprovider -v
+	MINIAGENT_OFFLINE=1 MINIAGENT_CLOCK=$(NOTEBOOK_CLOCK) $(PY) -m pytest -p no:cacheprovider $(NBVAL) notebooks/14_coding_agent.ipynb notebooks/15_harness.ipynb
+	MINIAGENT_LANG=zh MINIAGENT_OFFLINE=1 MINIAGENT_CLOCK=$(NOTEBOOK_CLOCK) $(PY) -m pytest -p no:cacheprovider $(NBVAL) -o "addopts=-q -p no:langsmith_plugin" notebooks/zh/14_coding_agent.ipynb notebooks/zh/15_harness.ipynb
 
 test-notebooks: $(STAMP)  ## notebooks only, compared against their saved outputs (nbval, strict)
 	MINIAGENT_OFFLINE=1 MINIAGENT_CLOCK=$(NOTEBOOK_CLOCK) $(PY) -m pytest -n 2 --dist loadscope notebooks $(NBVAL) -p no:cacheprovider

@@ -11,8 +11,8 @@ size: which also bounds its output, written to files), a wall-clock timeout that
 namespace, and output read up to `max_output_chars`.
 
 Without bubblewrap, `Sandbox(folder)` refuses, saying how to install it. `Sandbox(folder,
-isolation="none")` must be asked for by name: the same limits (set with `resource` where prlimit is
-missing, as on macOS), no isolation at all (the command can read your files and reach the network).
+isolation="none")` must be asked for by name: the same limits (set with ulimit where prlimit is
+missing, as on macOS: the shell's ulimit), no isolation at all (the command can read your files and reach the network).
 Windows has no /bin/sh: there, use WSL.
 
 What it does not protect against: the kernel itself (namespaces share it; a VM or gVisor is the next
@@ -22,6 +22,7 @@ step), CPU spent within the time limit, and reading what /usr holds (installed s
 from __future__ import annotations
 
 import os
+import shlex
 import shutil
 import subprocess
 import tempfile
@@ -118,7 +119,7 @@ class Sandbox:
         limited = ["prlimit", f"--as={limits.memory_mb * 2**20}", f"--nproc={limits.processes}",
                    f"--fsize={limits.file_mb * 2**20}", "--", "/bin/sh", "-c", command]
         if self.isolation == "none":
-            return limited if shutil.which("prlimit") else limited[limited.index("--") + 1:]  # else: _set_limits
+            return limited if shutil.which("prlimit") else _ulimited(command, limits)
         nobody = (["setpriv", f"--reuid={NOBODY}", f"--regid={NOBODY}", "--clear-groups",
                    "--inh-caps=-all", "--bounding-set=-all", "--"] if self._as_nobody else [])
         jail = [self._bwrap, *_system(),
@@ -136,10 +137,6 @@ class Sandbox:
         _check(command)
         return Job(self, command, self.limits.seconds if seconds is None else seconds)
 
-    @property
-    def argv_is_bare(self) -> bool:
-        """True when the command line has no prlimit (isolation none without it): the limits are set in the child."""
-        return self.isolation == "none" and not shutil.which("prlimit")
 
     def run(self, command: str, seconds: float | None = None) -> Ran:
         """Run `command` with /bin/sh in the jail and return what it did; never raises for what it does."""
@@ -156,8 +153,7 @@ class Job:
         self.started = time.monotonic()
         self._process = subprocess.Popen(sandbox.argv(command), stdin=subprocess.DEVNULL, stdout=self._out,
                                          stderr=self._err, cwd=sandbox.folder, env=_ENV | {"HOME": str(sandbox.folder)},
-                                         start_new_session=True,
-                                         preexec_fn=_set_limits(sandbox.limits) if sandbox.argv_is_bare else None)
+                                         start_new_session=True)
         self._ran: Ran | None = None
         self.cancelled = False
 
@@ -203,18 +199,13 @@ class Job:
         self._err.close()
 
 
-def _set_limits(limits: Limits):
-    """The limits prlimit would set, set by the child itself before it runs the shell (no prlimit: macOS)."""
-    import resource
-
-    def set_them() -> None:
-        for name, value in (("RLIMIT_AS", limits.memory_mb * 2**20), ("RLIMIT_NPROC", limits.processes),
-                            ("RLIMIT_FSIZE", limits.file_mb * 2**20)):
-            try:
-                resource.setrlimit(getattr(resource, name), (value, value))
-            except (AttributeError, ValueError, OSError):  # a limit this system will not set (macOS: RLIMIT_AS)
-                pass
-    return set_them
+def _ulimited(command: str, limits: Limits) -> list[str]:
+    """The limits without prlimit (macOS): the shell's own ulimit, then the command. A limit the system
+    will not set (macOS and -v) is skipped; -f counts 512-byte blocks in sh, 1,024 in bash (twice the size)."""
+    settings = [f"-f {limits.file_mb * 2048}", f"-u {limits.processes} 2>/dev/null || ulimit -p {limits.processes}",
+                f"-v {limits.memory_mb * 1024}"]  # processes: -u in bash and zsh, -p in dash
+    prefix = "; ".join(f"ulimit {setting} 2>/dev/null" for setting in settings)
+    return ["/bin/sh", "-c", f"{prefix}; exec /bin/sh -c {shlex.quote(command)}"]
 
 
 def _kill(process: subprocess.Popen) -> None:

@@ -76,6 +76,8 @@ SESSIONS = [
     (("11",), "tracing", "链路追踪"),
     (("12",), "tools from anywhere (MCP)", "MCP"),
     (("13",), "the production checklist", "上线前检查清单"),
+    (("14",), "a coding agent", "编程 Agent"),
+    (("15",), "a long-running harness", "长程运行框架"),
 ]
 
 HAN = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]")
@@ -407,7 +409,7 @@ def session_table(books: list[Notebook], lang: str = "en") -> str:
     for s in plan:
         rows.append(f"| {s.number} · {s.about} | {', '.join(s.notebooks)} | {s.reading} | {s.exercises} | "
                     f"{s.discussion} | {s.breaks} | {duration(s.total, lang)} |")
-    rows.append(f"| {WORDS[lang]['course']} | 00–13 | {sum(s.reading for s in plan)} | "
+    rows.append(f"| {WORDS[lang]['course']} | 00–{SESSIONS[-1][0][-1]} | {sum(s.reading for s in plan)} | "
                 f"{sum(s.exercises for s in plan)} | {sum(s.discussion for s in plan)} | "
                 f"{sum(s.breaks for s in plan)} | {duration(sum(s.total for s in plan), lang)} |")
     return "\n".join(rows)

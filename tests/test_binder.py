@@ -117,7 +117,7 @@ def test_the_student_edition_postbuild_writes_has_no_solutions_and_no_saved_verd
     for folder, source in ((tmp_path / "student", ROOT / "notebooks"), (tmp_path / "student" / "zh",
                                                                          ROOT / "notebooks" / "zh")):
         written = sorted(p.name for p in folder.glob("[0-9]*.ipynb"))
-        assert written == sorted(p.name for p in source.glob("[0-9]*.ipynb")) and len(written) == 14
+        assert written == sorted(p.name for p in source.glob("[0-9]*.ipynb")) and len(written) == 16
         for name in written:
             cells = nbformat.read(folder / name, as_version=4).cells
             tags = [set(c.get("metadata", {}).get("tags", [])) for c in cells]

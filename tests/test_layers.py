@@ -40,10 +40,10 @@ NOTEBOOK = {
     "mcp": 12,
     "evals": 13,
     "__main__": 13,  # the command line: it reaches every feature
-    "sandbox": 14, "permissions": 14, "coding": 14,  # the coding agent (notebook 14, in progress)
-    "skills": 15, "hooks": 15, "session": 15,  # the long-running harness (notebook 15, in progress)
+    "sandbox": 14, "permissions": 14, "coding": 14,  # the coding agent (notebook 14)
+    "skills": 15, "hooks": 15, "session": 15,  # the long-running harness (notebook 15)
 }
-NOTEBOOK.update({f"exercises.n{n:02d}": n for n in range(14)})  # a notebook's checks import what it taught
+NOTEBOOK.update({f"exercises.n{n:02d}": n for n in range(16)})  # a notebook's checks import what it taught
 
 # (importer, imported) -> the names the importer may use: a later notebook's hook into an earlier module
 HOOKS = {
@@ -229,7 +229,7 @@ def floor_plan(sources: dict[str, str], through_hooks: bool = False) -> list[tup
     deps = {m: {i for i, _, _, _ in imports(m, s, known) if i in known and not i.startswith(OUTSIDE_THE_LAYERS)
                 and followed(m, i)} for m, s in sources.items()}
     rows = []
-    for n in range(14):
+    for n in range(16):
         own = sorted(m for m in sources if notebook_of(m) == n and not m.startswith("exercises"))
         closure, todo = set(own), list(own)
         while todo:

@@ -18,6 +18,8 @@ from pathlib import Path
 
 import pytest
 
+from miniagent.sandbox import bwrap
+
 ROOT = Path(__file__).resolve().parent.parent
 pytestmark = pytest.mark.wheel
 NOTEBOOK_CLOCK = "2026-05-09T06:23:11Z"  # course.py's and scripts/nbtools.py's (tests/test_makefile.py checks)
@@ -79,7 +81,9 @@ def test_the_wheel_holds_the_package_and_its_data_and_is_what_the_notebooks_impo
 def test_every_notebook_runs_outside_the_repository_as_saved(elsewhere, edition, language):
     python, folder = elsewhere
     notebooks = sorted((folder / edition).glob("[0-9]*.ipynb"))
-    assert len(notebooks) == 14
+    assert len(notebooks) == 16
+    if bwrap() is None:  # notebooks 14 and 15 reproduce their outputs only in bubblewrap's jail (course.JAILED)
+        notebooks = [path for path in notebooks if not path.name.startswith(("14_", "15_"))]
     run([python, "-m", "pytest", "-q", "-p", "no:cacheprovider", "--nbval", "--nbval-current-env",
          "--nbval-sanitize-with", folder / "nbval-sanitize.cfg", *notebooks], cwd=folder / edition,
         MINIAGENT_OFFLINE="1", MINIAGENT_LANG=language, MINIAGENT_CLOCK=NOTEBOOK_CLOCK, MPLBACKEND="Agg")

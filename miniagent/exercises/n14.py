@@ -12,17 +12,34 @@ from miniagent.exercises._core import _check_callable, _exercise, _kind, _run, _
 # --- exercise 1: a replacement that must match exactly once ------------------------------------
 
 SOURCE = "def add(a, b):\n    return a - b\n\n\ndef sub(a, b):\n    return a - b\n"
+REPLACE_CASES = [  # (what, text, old, new, the new text, or ValueError and the count its message must say)
+    ("one occurrence", "def add(a, b):\n    return a - b\n", "a - b", "a + b", "def add(a, b):\n    return a + b\n",
+     "只出现一次时"),
+    ("two occurrences", SOURCE, "return a - b", "return a + b", (ValueError, "2"), "出现两次时"),
+    ("no occurrence (two spaces)", SOURCE, "return a  - b", "x", (ValueError, "0"), "一次都没出现时（多了一个空格）"),
+    ("an empty old", SOURCE, "", "x", (ValueError, None), "old 为空时"),
+    ("'aa' in 'aaa'", "aaa", "aa", "b", "ba", "在 'aaa' 里找 'aa' 时"),
+]
+REFUSALS = {  # what each refusal is for, said when an answer did not refuse
+    "two occurrences": ("'return a - b' occurs twice (in add and in sub), and replace_once did not refuse: a model's edit "
+                        "must be unambiguous, so raise ValueError when old occurs more than once",
+                        "'return a - b' 出现了两次（add 和 sub 里各一次），replace_once 却没有拒绝：模型的修改必须没有歧义，"
+                        "old 出现不止一次时要抛出 ValueError"),
+    "no occurrence (two spaces)": ("old does not occur at all (two spaces) and replace_once did not refuse: raise "
+                                   "ValueError, or the model believes an edit happened that did not",
+                                   "old 根本没出现（多了一个空格），replace_once 却没有拒绝：要抛出 ValueError，"
+                                   "否则模型会以为改成功了"),
+    "an empty old": ("an empty old was accepted: '' occurs everywhere, so it names no place to edit; raise ValueError",
+                     "空的 old 被接受了：'' 处处都能匹配，说明不了要改哪里；要抛出 ValueError"),
+}
 
 
-def _raises_value_error(replace_once: Any, text: str, old: str, new: str) -> str | None:
-    """The message of the ValueError replace_once raised, or None when it returned."""
-    def attempt() -> Any:
-        try:
-            return ("returned", replace_once(text, old, new))
-        except ValueError as exc:
-            return ("raised", str(exc))
-    outcome = _run(attempt, name="replace_once", case=f"with old={old!r}", case_zh=f"old={old!r} 时")
-    return outcome[1] if outcome[0] == "raised" else None
+def _attempt(replace_once: Any, text: str, old: str, new: str) -> tuple[str, Any]:
+    """("returned", the text) or ("raised", the ValueError's message)."""
+    try:
+        return "returned", replace_once(text, old, new)
+    except ValueError as exc:
+        return "raised", str(exc)
 
 
 @_exercise("14", 1)
@@ -30,77 +47,73 @@ def check_14_1(replace_once: Any) -> None:
     """`replace_once(text, old, new)`: the one occurrence replaced; ValueError saying the count otherwise."""
     _check_callable(replace_once, "replace_once", "replace_once(text, old, new) returns the new text",
                     zh="replace_once(text, old, new) 返回替换后的文本")
-    text = "def add(a, b):\n    return a - b\n"
-    got = _run(replace_once, text, "a - b", "a + b", name="replace_once", case="with one occurrence",
-               case_zh="只出现一次时")
-    if not isinstance(got, str):
-        wrong_kind(f"replace_once returned {_kind(got)}: return the whole new text, a str",
-                   zh=f"replace_once 返回的是{_kind(got)}：要返回替换后的整段文本（一个 str）")
-    if got != "def add(a, b):\n    return a + b\n":
-        not_yet(f"replacing 'a - b' by 'a + b' once gave {_show(got)}: return the whole text with that one change",
-                zh=f"把 'a - b' 替换成 'a + b' 一次，得到的是 {_show(got)}：要返回只改了这一处的整段文本")
-    twice = _raises_value_error(replace_once, SOURCE, "return a - b", "return a + b")
-    if twice is None:
-        not_yet("'return a - b' occurs twice (in add and in sub), and replace_once did not refuse: a model's edit "
-                "must be unambiguous, so raise ValueError when old occurs more than once",
-                zh="'return a - b' 出现了两次（add 和 sub 里各一次），replace_once 却没有拒绝：模型的修改必须没有歧义，"
-                   "old 出现不止一次时要抛出 ValueError")
-    if "2" not in twice:
-        not_yet(f"for two occurrences the message was {_show(twice)}: say how many times old occurs (2), so "
-                "that the model knows to add context", zh=f"出现两次时，消息是 {_show(twice)}：要说明 old 出现了几次（2），"
-                                                          "模型才知道要多给一些上下文")
-    missing = _raises_value_error(replace_once, SOURCE, "return a  - b", "x")
-    if missing is None:
-        not_yet("old does not occur at all (two spaces) and replace_once did not refuse: raise ValueError, "
-                "or the model believes an edit happened that did not",
-                zh="old 根本没出现（多了一个空格），replace_once 却没有拒绝：要抛出 ValueError，"
-                   "否则模型会以为改成功了")
-    if "0" not in missing and "not" not in missing.lower() and "没" not in missing:
-        not_yet(f"when old does not occur the message was {_show(missing)}: say it occurs 0 times",
-                zh=f"old 没有出现时，消息是 {_show(missing)}：要说明它出现了 0 次")
-    if _raises_value_error(replace_once, SOURCE, "", "x") is None:
-        not_yet("an empty old was accepted: '' occurs everywhere, so it names no place to edit; raise ValueError",
-                zh="空的 old 被接受了：'' 处处都能匹配，说明不了要改哪里；要抛出 ValueError")
-    overlap = _run(replace_once, "aaa", "aa", "b", name="replace_once", case="with old='aa' in 'aaa'",
-                   case_zh="在 'aaa' 里找 'aa' 时")
-    if overlap != "ba":
-        not_yet(f"replace_once('aaa', 'aa', 'b') gave {_show(overlap)}: 'aa' occurs once as str.count counts "
-                "(no overlaps), so the answer is 'ba'",
-                zh=f"replace_once('aaa', 'aa', 'b') 得到的是 {_show(overlap)}：按 str.count 的数法（不重叠），"
-                   "'aa' 只出现一次，答案是 'ba'")
+    for what, text, old, new, want, zh in REPLACE_CASES:
+        kind, got = _run(_attempt, replace_once, text, old, new, name="replace_once", case=f"with {what}", case_zh=zh)
+        if isinstance(want, str):
+            if kind == "raised":
+                not_yet(f"with {what}, replace_once raised ValueError ({_show(got)}): old occurs exactly once there"
+                        + (", counted as str.count counts (no overlaps)" if old == "aa" else ""),
+                        zh=f"{zh}，replace_once 抛出了 ValueError（{_show(got)}）：这里 old 恰好出现一次"
+                           + ("（按 str.count 的数法，不重叠）" if old == "aa" else ""))
+            if not isinstance(got, str):
+                wrong_kind(f"replace_once returned {_kind(got)}: return the whole new text, a str",
+                           zh=f"replace_once 返回的是{_kind(got)}：要返回替换后的整段文本（一个 str）")
+            if got != want:
+                not_yet(f"with {what}, replacing {old!r} by {new!r} gave {_show(got)}, expected {want!r}",
+                        zh=f"{zh}，把 {old!r} 替换成 {new!r} 得到的是 {_show(got)}，应该是 {want!r}")
+            continue
+        if kind != "raised":
+            not_yet(*REFUSALS[what])
+        count = want[1]
+        if count is not None and count not in got and not (count == "0" and ("not" in got.lower() or "没" in got)):
+            not_yet(f"with {what} the message was {_show(got)}: say how many times old occurs ({count}), so that "
+                    "the model knows what to change", zh=f"{zh}，消息是 {_show(got)}：要说明 old 出现了几次（{count}），"
+                                                        "模型才知道该怎么改")
 
 
 # --- exercise 2: does a path stay inside the folder? ------------------------------------------
 
 
-def _layout(root: Path) -> tuple[Path, list[tuple[str, str, bool, str]]]:
-    """A folder with symlinks and a neighbour, and the cases: (what, path, expected, zh)."""
+INSIDE_CASES = [  # (what, path: relative, or {folder}/... and {root}/... absolute, expected, zh)
+    ("a file in it", "src/app.py", True, "文件夹里的文件"),
+    ("the folder itself", ".", True, "文件夹本身"),
+    ("a file that does not exist yet, in it", "src/new.py", True, "文件夹里一个还不存在的文件"),
+    (".. that comes back in", "src/../src/app.py", True, "用 .. 出去又回来"),
+    (".. that leaves", "../outside.txt", False, "用 .. 离开文件夹"),
+    ("an absolute path elsewhere", "{root}/elsewhere.txt", False, "别处的绝对路径"),
+    ("an absolute path in it", "{folder}/src/app.py", True, "文件夹里的绝对路径"),
+    ("a neighbour whose name starts the same", "{root}/work-old/secret.txt", False, "名字开头相同的相邻文件夹"),
+    ("a neighbour reached with ..", "../work-old/secret.txt", False, "用 .. 走到相邻文件夹"),
+    ("a symlink pointing out", "link.txt", False, "指向外面的符号链接"),
+    ("a file under a symlinked folder that points out", "linked-folder/secret.txt", False,
+     "经由指向外面的文件夹链接访问的文件"),
+    ("a symlink that points inside", "inner-link.py", True, "指向文件夹内部的符号链接"),
+]
+HINTS = {  # what a wrong answer on these cases most likely missed
+    "a neighbour whose name starts the same":
+        (" (comparing strings with startswith says /tmp/work-old is in /tmp/work: compare whole path parts, "
+         "e.g. folder in target.parents)",
+         "（用 startswith 比较字符串，会认为 /tmp/work-old 在 /tmp/work 里面：要按完整的路径部分来比，"
+         "比如 folder in target.parents）"),
+    "symlink": (" (resolve() follows symlinks: check where the path really leads)",
+                "（resolve() 会跟随符号链接：要检查路径真正指向哪里）"),
+}
+
+
+def _layout(root: Path) -> tuple[Path, bool]:
+    """root/work (src/app.py, and symlinks when this system lets us make them) and root/work-old; (folder, symlinks)."""
     folder, neighbour = root / "work", root / "work-old"
     (folder / "src").mkdir(parents=True)
     neighbour.mkdir()
     (folder / "src" / "app.py").write_text("x = 1\n", encoding="utf-8")
     (neighbour / "secret.txt").write_text("s\n", encoding="utf-8")
-    cases = [("a file in it", "src/app.py", True, "文件夹里的文件"),
-             ("the folder itself", ".", True, "文件夹本身"),
-             ("a file that does not exist yet, in it", "src/new.py", True, "文件夹里一个还不存在的文件"),
-             (".. that comes back in", "src/../src/app.py", True, "用 .. 出去又回来"),
-             (".. that leaves", "../outside.txt", False, "用 .. 离开文件夹"),
-             ("an absolute path elsewhere", str(root / "elsewhere.txt"), False, "别处的绝对路径"),
-             ("an absolute path in it", str(folder / "src" / "app.py"), True, "文件夹里的绝对路径"),
-             ("a neighbour whose name starts the same", str(neighbour / "secret.txt"), False,
-              "名字开头相同的相邻文件夹"),
-             ("a neighbour reached with ..", "../work-old/secret.txt", False, "用 .. 走到相邻文件夹")]
     try:
         os.symlink(neighbour / "secret.txt", folder / "link.txt")
         os.symlink(neighbour, folder / "linked-folder")
         os.symlink(folder / "src" / "app.py", folder / "inner-link.py")
-        cases += [("a symlink pointing out", "link.txt", False, "指向外面的符号链接"),
-                  ("a file under a symlinked folder that points out", "linked-folder/secret.txt", False,
-                   "经由指向外面的文件夹链接访问的文件"),
-                  ("a symlink that points inside", "inner-link.py", True, "指向文件夹内部的符号链接")]
     except OSError:  # Windows without the right to make symlinks: the other cases still hold
-        pass
-    return folder, cases
+        return folder, False
+    return folder, True
 
 
 @_exercise("14", 2)
@@ -109,25 +122,25 @@ def check_14_2(inside: Any) -> None:
     _check_callable(inside, "inside", "inside(folder, path) returns True or False",
                     zh="inside(folder, path) 返回 True 或 False")
     with tempfile.TemporaryDirectory() as tmp:
-        folder, cases = _layout(Path(tmp).resolve())
-        for what, path, expected, zh in cases:
-            for as_given in (str(folder), folder):
-                got = _run(inside, as_given, path, name="inside", case=f"for {what} ({path})",
-                           case_zh=f"{zh}（{path}）")
-                if not isinstance(got, bool):
-                    wrong_kind(f"inside returned {_kind(got)} for {what}: return True or False",
-                               zh=f"对于{zh}，inside 返回的是{_kind(got)}：要返回 True 或 False")
-                if got != expected:
-                    hint = {"a neighbour whose name starts the same":
-                            (" (comparing strings with startswith says /tmp/work-old is in /tmp/work: compare whole "
-                             "path parts, e.g. folder in target.parents)",
-                             "（用 startswith 比较字符串，会认为 /tmp/work-old 在 /tmp/work 里面：要按完整的路径部分来比，"
-                             "比如 folder in target.parents）"),
-                            "a symlink pointing out": (" (resolve() follows symlinks: check where the path really leads)",
-                                                       "（resolve() 会跟随符号链接：要检查路径真正指向哪里）")}
-                    extra = hint.get(what, hint["a symlink pointing out"] if "symlink" in what else ("", ""))
-                    not_yet(f"inside said {got} for {what} ({path}), expected {expected}{extra[0]}",
-                            zh=f"对于{zh}（{path}），inside 说的是 {got}，应该是 {expected}{extra[1]}")
+        root = Path(tmp).resolve()
+        folder, symlinks = _layout(root)
+        for what, path, expected, zh in INSIDE_CASES:
+            if "symlink" in what and not symlinks:
+                continue
+            path = path.format(folder=folder, root=root)
+            got = _run(inside, str(folder), path, name="inside", case=f"for {what} ({path})", case_zh=f"{zh}（{path}）")
+            if not isinstance(got, bool):
+                wrong_kind(f"inside returned {_kind(got)} for {what}: return True or False",
+                           zh=f"对于{zh}，inside 返回的是{_kind(got)}：要返回 True 或 False")
+            if got != expected:
+                extra = HINTS.get(what) or (HINTS["symlink"] if "symlink" in what else ("", ""))
+                not_yet(f"inside said {got} for {what} ({path}), expected {expected}{extra[0]}",
+                        zh=f"对于{zh}（{path}），inside 说的是 {got}，应该是 {expected}{extra[1]}")
+        got = _run(inside, folder, "src/app.py", name="inside", case="with the folder as a Path",
+                   case_zh="文件夹以 Path 传入时")
+        if got is not True:
+            not_yet(f"inside(Path(folder), 'src/app.py') gave {_show(got)}: accept the folder as a str or a Path",
+                    zh=f"inside(Path(folder), 'src/app.py') 得到的是 {_show(got)}：folder 传 str 或 Path 都要能用")
 
 
 # --- exercise 3: allow, ask or deny a shell command --------------------------------------------

@@ -583,7 +583,7 @@ miniagent.exercises.check_15_3(reference_no_secrets)
 # past any rule that reads the command's text. The jail (notebook 14) is what holds when
 # the rules are fooled: give the agent a folder without secrets in it.
 #
-# ## Where to go from here
+# ## Next
 #
 # This is the last notebook. You have built, from one HTTP call up, what the agents you
 # use are made of: a loop, tools, context policies, streaming, memory, several agents,
