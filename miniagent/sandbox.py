@@ -80,7 +80,10 @@ def bwrap() -> str | None:
     found = shutil.which("bwrap")
     if not found:
         return None
-    probe = subprocess.run([found, *_system(), "--unshare-net", "--", "/usr/bin/true"], capture_output=True, timeout=10)
+    try:  # installed is not enough: a container or Ubuntu's AppArmor may forbid the namespaces it needs
+        probe = subprocess.run([found, *_system(), "--unshare-net", "--", "/usr/bin/true"], capture_output=True, timeout=10)
+    except (OSError, subprocess.SubprocessError):
+        return None
     return found if probe.returncode == 0 else None
 
 

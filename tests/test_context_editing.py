@@ -197,3 +197,13 @@ def test_without_prlimit_the_shell_sets_the_limits(tmp_path):
         assert box.argv("true")[0] == "/bin/sh"
         ran = box.run("head -c 3000000 /dev/zero > big; ulimit -f")
     assert (tmp_path / "big").stat().st_size <= 2**20 and ran.stdout.split()[-1] == "2048"
+
+
+def test_bwrap_that_cannot_start_is_no_bwrap(monkeypatch):
+    from miniagent import sandbox
+
+    monkeypatch.setattr(sandbox.shutil, "which", lambda name: "/usr/bin/bwrap")
+    monkeypatch.setattr(sandbox.subprocess, "run", lambda *a, **k: (_ for _ in ()).throw(PermissionError(13, "denied")))
+    assert sandbox.bwrap() is None
+    with pytest.raises(RuntimeError, match="apt-get install bubblewrap"):
+        sandbox.Sandbox(".")

@@ -150,7 +150,13 @@ plan = Plan(repo / "PLAN.md")
 tools = ToolRegistry([*workspace(repo).tools(), plan.tool])
 result = Agent(llm, tools, max_iterations=12).run("The tests fail. Make them pass.")
 print(result.text, "\n")
-print((repo / "PLAN.md").read_text(encoding="utf-8"))
+
+
+def show_plan(path):
+    print(path.read_text(encoding="utf-8") if path.exists() else "(no plan file: the model never called update_plan)")
+
+
+show_plan(repo / "PLAN.md")
 
 # %% [markdown]
 # ## 3. A session that outlives its process
@@ -217,7 +223,7 @@ for message in saved["history"]:
 # %%
 turn(repo, "Go on.")
 turn(repo, "Go on.")
-print((repo / "PLAN.md").read_text(encoding="utf-8"))
+show_plan(repo / "PLAN.md")
 print((repo / "calc.py").read_text(encoding="utf-8").splitlines()[1])
 
 # %% [markdown]
