@@ -5,8 +5,10 @@ The isolation is bubblewrap's (`bwrap`, Debian's `bubblewrap`: the tool Flatpak 
 command gets new mount, PID, network, IPC and UTS namespaces; the system's /usr read-only (programs,
 not data); the task's folder read-write at /work; an empty /tmp; and no /etc, /home, /root or /proc of
 this machine. Its environment is four variables, so no API key reaches it. Run as root (a container,
-CI), it runs as nobody (uid 65534) with every capability dropped: the kernel does not count root's
-processes against a limit, nobody's it does. The limits are prlimit's (address space, processes, file
+CI), it runs as a user of its own (a uid no account has, one per Sandbox) with every capability
+dropped: the kernel does not count root's processes against a limit, and counts a user's processes
+across the machine, so a fork bomb in one sandbox must not take the processes of another. (Not as
+root, bwrap makes a user namespace, in which the count starts at zero.) The limits are prlimit's (address space, processes, file
 size: which also bounds its output, written to files), a wall-clock timeout that kills the whole PID
 namespace, and output read up to `max_output_chars`.
 
@@ -22,15 +24,18 @@ step), CPU spent within the time limit, and reading what /usr holds (installed s
 from __future__ import annotations
 
 import os
+import secrets
 import shlex
 import shutil
 import subprocess
 import tempfile
+import threading
 import time
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
-NOBODY = 65534
+FIRST_UID = 200_000  # as root, each Sandbox runs its commands as a uid from here up, no account's
 # The command's whole environment: no key, ever. No .pyc files: an edit made in the same second as the
 # last run, of the same size ("a - b" to "a + b"), would leave Python running the stale bytecode.
 _ENV = {"PATH": "/usr/bin:/bin", "LANG": "C.UTF-8", "PYTHONDONTWRITEBYTECODE": "1"}
@@ -111,10 +116,11 @@ class Sandbox:
         self._bwrap = bwrap() if isolation == "bwrap" else None
         if isolation == "bwrap" and self._bwrap is None:
             raise RuntimeError(INSTALL_HINT)
-        self._as_nobody = isolation == "bwrap" and os.geteuid() == 0
-        if self._as_nobody:  # as root the command runs as nobody, who must be able to write its folder
+        self.uid = None  # as root: the uid of its own its commands run as, which must be able to write the folder
+        if isolation == "bwrap" and os.geteuid() == 0:
+            self.uid = FIRST_UID + secrets.randbelow(1_000_000_000)
             for path in [self.folder, *self.folder.rglob("*")]:
-                os.lchown(path, NOBODY, NOBODY)
+                os.lchown(path, self.uid, self.uid)
 
     def argv(self, command: str) -> list[str]:
         """The command line that runs `command` in the jail (shown in notebook 14)."""
@@ -123,8 +129,8 @@ class Sandbox:
                    f"--fsize={limits.file_mb * 2**20}", "--", "/bin/sh", "-c", command]
         if self.isolation == "none":
             return limited if shutil.which("prlimit") else _ulimited(command, limits)
-        nobody = (["setpriv", f"--reuid={NOBODY}", f"--regid={NOBODY}", "--clear-groups",
-                   "--inh-caps=-all", "--bounding-set=-all", "--"] if self._as_nobody else [])
+        nobody = (["setpriv", f"--reuid={self.uid}", f"--regid={self.uid}", "--clear-groups",
+                   "--inh-caps=-all", "--bounding-set=-all", "--"] if self.uid is not None else [])
         jail = [self._bwrap, *_system(),
                 "--ro-bind-try", "/etc/alternatives", "/etc/alternatives",  # where some of /usr/bin's links point
                 "--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp", "--bind", str(self.folder), "/work",
@@ -154,9 +160,9 @@ class Job:
         self.command, self.seconds, self._sandbox = command, seconds, sandbox
         self._out, self._err = tempfile.TemporaryFile(), tempfile.TemporaryFile()
         self.started = time.monotonic()
-        self._process = subprocess.Popen(sandbox.argv(command), stdin=subprocess.DEVNULL, stdout=self._out,
-                                         stderr=self._err, cwd=sandbox.folder, env=_ENV | {"HOME": str(sandbox.folder)},
-                                         start_new_session=True)
+        self._process = _popen(sandbox.argv(command), stdin=subprocess.DEVNULL, stdout=self._out,
+                               stderr=self._err, cwd=sandbox.folder, env=_ENV | {"HOME": str(sandbox.folder)},
+                               start_new_session=True)
         self._ran: Ran | None = None
         self.cancelled = False
 
@@ -209,6 +215,25 @@ def _ulimited(command: str, limits: Limits) -> list[str]:
                 f"-v {limits.memory_mb * 1024}"]  # processes: -u in bash and zsh, -p in dash
     prefix = "; ".join(f"ulimit {setting} 2>/dev/null" for setting in settings)
     return ["/bin/sh", "-c", f"{prefix}; exec /bin/sh -c {shlex.quote(command)}"]
+
+
+_launcher: ThreadPoolExecutor | None = None
+_launcher_lock = threading.Lock()
+
+
+def _popen(argv: list[str], **options) -> subprocess.Popen:
+    """subprocess.Popen, from the main thread or from one thread that lives as long as the process.
+
+    bwrap's --die-with-parent kills the jail when the *thread* that started it ends (Linux's parent-death
+    signal follows the thread), and a tool runs in a worker thread that ends with the call: a job
+    started in the background from a tool would die as the tool returned."""
+    global _launcher
+    if threading.current_thread() is threading.main_thread():
+        return subprocess.Popen(argv, **options)
+    with _launcher_lock:
+        if _launcher is None:
+            _launcher = ThreadPoolExecutor(1, thread_name_prefix="sandbox-launcher")
+    return _launcher.submit(subprocess.Popen, argv, **options).result()
 
 
 def _kill(process: subprocess.Popen) -> None:

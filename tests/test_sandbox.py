@@ -1,7 +1,7 @@
 """The sandbox as an attacker meets it (make test-sandbox, which CI runs; needs bubblewrap).
 
 Each test is one attack from inside a command the model could send, and asserts it was refused
-or contained, and that this machine was left as it was. ATTACKS counts them for the closing note.
+or contained, and that this machine was left as it was.
 """
 
 from __future__ import annotations
@@ -109,6 +109,18 @@ def test_a_fork_bomb_is_contained(box):
     assert _left_running("bomb") == 0 and _left_running("sh -c bomb") == 0
 
 
+def test_a_fork_bomb_in_one_sandbox_leaves_another_its_processes(box, tmp_path):
+    (tmp_path / "other").mkdir()
+    other = Sandbox(tmp_path / "other", Limits(seconds=5))
+    bomb = box.start("bomb() { bomb | bomb & }; bomb 2>/dev/null; sleep 2; echo bomb done")
+    try:
+        time.sleep(0.5)  # the bomb has used up its own 64 processes by now
+        ran = other.run("for i in 1 2 3 4 5 6 7 8; do sh -c true; done; echo still works")
+        assert ran.exit_code == 0 and ran.stdout.strip() == "still works", ran.text()
+    finally:
+        bomb.cancel()
+
+
 def test_a_command_that_never_ends_is_killed_with_its_children(box):
     started = time.monotonic()
     ran = box.run("sleep 1001 & sleep 1002 & (sleep 1003; echo) & wait", seconds=1)
@@ -200,6 +212,15 @@ def test_a_background_command_is_polled_collected_and_cancelled(box):
     endless = box.start("sleep 1005", seconds=0.5)
     time.sleep(0.8)
     assert not endless.running() and endless.wait().timed_out
+
+
+def test_a_job_started_in_a_thread_that_ends_keeps_running(box):
+    started = []
+    worker = threading.Thread(target=lambda: started.append(box.start("sleep 0.6; echo survived")))
+    worker.start()
+    worker.join()  # a tool's worker thread ends as the call returns: the jail must not die with it
+    time.sleep(0.3)
+    assert started[0].running() and started[0].wait().stdout == "survived\n"
 
 
 def test_background_jobs_through_the_tools(tmp_path):

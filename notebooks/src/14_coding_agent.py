@@ -36,6 +36,8 @@ from miniagent.permissions import Permissions
 from miniagent.sandbox import Limits, Sandbox, bwrap
 
 llm = miniagent.connect()
+if llm.mode == "live":
+    llm.max_tokens = 300  # a small local model rambles to max_tokens: keep each live answer short
 JAIL = bwrap() is not None
 print("commands run in:", "a bubblewrap jail" if JAIL else "NO JAIL (bubblewrap is missing): nothing stops a command")
 
@@ -174,7 +176,7 @@ print(naive_shell('echo "the key: $DEMO_API_KEY"; test -r /etc/passwd && echo "a
 
 # %%
 box = Sandbox(repo, Limits(seconds=3)) if JAIL else Sandbox(repo, Limits(seconds=3), isolation="none")
-argv = " ".join(box.argv("python3 -m unittest")).replace(str(repo), "<repo>")
+argv = " ".join(box.argv("python3 -m unittest")).replace(str(repo), "<repo>").replace(f"={box.uid}", "=<uid>")
 print(textwrap.fill(argv, 100, subsequent_indent="    ", break_on_hyphens=False))
 
 # %% [markdown]
@@ -190,9 +192,9 @@ ATTACKS = [
     ("add a key to ~/.ssh", "mkdir -p ~/.ssh && echo attacker >> ~/.ssh/authorized_keys && echo wrote $HOME/.ssh"),
     ("write outside the folder", "echo x > /usr/local/owned"),
     ("read the API key", 'echo "key=[$DEMO_API_KEY], $(env | wc -l) variables"'),
-    ("count the machine's processes", "ls /proc | grep -c '^[0-9]'"),
+    ("count the machine's processes", "set -- /proc/[0-9]*; echo $# processes"),
     ("reach the network", "python3 -c \"import socket; socket.create_connection(('1.1.1.1', 80), 2)\" 2>&1 | tail -1"),
-    ("a fork bomb", "bomb() { bomb | bomb & }; bomb; sleep 1; echo still here"),
+    ("a fork bomb", "echo at most $(ulimit -u 2>/dev/null || ulimit -p) processes; bomb() { bomb | bomb & }; bomb 2>/dev/null; while :; do :; done"),
     ("a command that never ends", "while true; do :; done"),
     ("a flood of output", "yes | head -c 50000000"),
     ("take all the memory", 'python3 -c "x = bytearray(2**31)" 2>&1 | tail -1'),
@@ -200,9 +202,9 @@ ATTACKS = [
 
 
 def outcome(ran):
-    if ran.timed_out:
-        return "stopped at the time limit, every process killed"
     said = (ran.stdout.strip() or ran.stderr.strip() or "(no output)").splitlines()[0][:60]
+    if ran.timed_out:
+        return "stopped at the time limit, every process killed" + (f" · {said}" if ran.stdout.strip() else "")
     return f"exit {ran.exit_code}" + (", output clipped" if ran.truncated else "") + f" · {said}"
 
 
@@ -216,9 +218,9 @@ else:
 # Read it line by line. Files outside the folder do not exist in the jail, or cannot be
 # read by the user the command runs as; `..` stops at the jail's `/`; the "home folder" is
 # the task's folder, so `~/.ssh` was written *there*; the key is empty; the network is
-# unreachable. The last four are limits, not walls: the fork bomb ran out of processes,
-# the endless loop was killed at 3 s, the flood stopped at the 16 MB file limit (exit 153
-# is that signal), and the allocation failed at 512 MB.
+# unreachable. The last four are limits, not walls: the fork bomb could have 64 processes
+# at most, and was killed with them at 3 s, as was the endless loop; the flood stopped at the
+# 16 MB file limit (exit 153 is that signal), and the allocation failed at 512 MB.
 #
 # What the jail does **not** cover, so that you do not rely on it for that:
 # - the kernel: every namespace shares it, and a kernel bug is an escape (a VM, or gVisor,
@@ -226,8 +228,8 @@ else:
 # - what the folder holds: the command can delete or rewrite any file of the task (keep it in git);
 # - CPU within the time limit, and whatever `/usr` holds (installed programs, which are public).
 #
-# The package's attack suite (`make test-sandbox`) runs 22 such attacks and checks the
-# machine afterwards.
+# The package's attack suite (`make test-sandbox`, `tests/test_sandbox.py`) runs these and
+# more, and checks this machine afterwards.
 #
 # ## 5. Rules before every call
 #

@@ -39,6 +39,8 @@ from miniagent.skills import Skills
 from miniagent.tools import ToolRegistry
 
 llm = miniagent.connect()
+if llm.mode == "live":
+    llm.max_tokens = 300  # a small local model rambles to max_tokens: keep each live answer short
 ISOLATION = "bwrap" if bwrap() else "none"
 print("commands run in:", "a bubblewrap jail" if ISOLATION == "bwrap" else "NO JAIL (bubblewrap is missing)")
 if llm.mode == "offline":
