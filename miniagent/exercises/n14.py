@@ -63,7 +63,7 @@ def check_14_1(replace_once: Any) -> None:
                         zh=f"{zh}，把 {old!r} 替换成 {new!r} 得到的是 {_show(got)}，应该是 {want!r}")
             continue
         if kind != "raised":
-            not_yet(*REFUSALS[what])
+            not_yet(REFUSALS[what][0], zh=REFUSALS[what][1])
         count = want[1]
         if count is not None and count not in got and not (count == "0" and ("not" in got.lower() or "没" in got)):
             not_yet(f"with {what} the message was {_show(got)}: say how many times old occurs ({count}), so that "
