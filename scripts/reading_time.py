@@ -77,7 +77,7 @@ SESSIONS = [
     (("12",), "tools from anywhere (MCP)", "MCP"),
     (("13",), "the production checklist", "上线前检查清单"),
     (("14",), "a coding agent", "编程 Agent"),
-    (("15",), "a long-running harness", "长程运行框架"),
+    (("15",), "a long-running harness", "长时间运行的 harness"),
 ]
 
 HAN = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]")

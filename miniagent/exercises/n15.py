@@ -186,12 +186,12 @@ def check_15_3(no_secrets: Any) -> None:
         if blocked and not said_block:
             not_yet(f"{what} was let through: normalise the path (posixpath.normpath) and compare its last part "
                     "with .env; for a shell command, look at each word",
-                    zh=f"{zh}被放行了：要先规范化路径（posixpath.normpath），再拿最后一部分和 .env 比较；"
+                    zh=f"{zh}：被放行了。要先规范化路径（posixpath.normpath），再拿最后一部分和 .env 比较；"
                        "对 shell 命令，要逐个单词检查")
         if said_block and not blocked:
             not_yet(f"{what} was blocked ({_show(got)}): only a file named exactly .env is a secret here; "
                     "'.env' in the text is not enough",
-                    zh=f"{zh}被拦下了（{_show(got)}）：这里只有名字恰好是 .env 的文件才算机密；"
+                    zh=f"{zh}：被拦下了（{_show(got)}）：这里只有名字恰好是 .env 的文件才算机密；"
                        "文本里出现 '.env' 不能说明什么")
         if blocked and got is False:
             not_yet(f"for {what}, no_secrets returned False: return the reason as a string, so that the model "

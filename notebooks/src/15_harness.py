@@ -316,9 +316,10 @@ print(f"the client's history: {len(results)} tool results, {sum('cleared' in b['
 
 # %% [markdown]
 # The client's history still holds every result whole: the server edits its copy of each
-# request, so a session saved to disk loses nothing. And
-# clearing changes the start of the prompt, which ends prompt caching's hits there
-# (notebook 13): `clear_at_least` makes each clearing worth that.
+# request, so a session saved to disk loses nothing. And clearing changes the prompt from
+# the first cleared result on, so prompt caching (notebook 13) finds no hit past that point
+# on the next call: an edit's `clear_at_least` (not set here) makes each clearing free
+# enough tokens to be worth that.
 #
 # ## 5. Hooks: your code around every call
 #
@@ -416,7 +417,8 @@ client = miniagent.connect(offline=True, quiet=True)
 client.mock.script(*steps)
 calls = []
 def gist(output):
-    return [line for line in str(output).splitlines() if line.strip() and not line.startswith("[")][-1][:60]
+    lines = [line for line in str(output).splitlines() if line.strip()] or ["(no output)"]
+    return ([line for line in lines if not line.startswith("[")] or lines)[-1][:60]
 
 
 agent = Agent(client, workspace(repo).tools(), on_step=lambda e: e["type"] == "tool_result" and calls.append(
@@ -477,7 +479,7 @@ for module in (miniagent.skills, miniagent.planning, miniagent.session, miniagen
 #
 # ## Exercises
 #
-# **Exercise 1.** Write `front_matter(text)` for a `SKILL.md`: return
+# **Exercise 1.** Write `front_matter_of(text)` for a `SKILL.md`: return
 # `{"name": ..., "description": ..., "body": ...}`. The file opens with a `---` line; the
 # block ends at the next `---` line; each line in it is `key: value` (a value may contain
 # `: ` itself, and may be in quotes, which are not part of it); the body is everything
