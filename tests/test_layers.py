@@ -14,6 +14,7 @@ reach the mock only inside a function (offline mode), never when it is imported.
 from __future__ import annotations
 
 import ast
+import functools
 import sys
 from pathlib import Path
 
@@ -88,7 +89,14 @@ def notebook_of(module: str) -> int | None:
 
 def imports(module: str, source: str, known: set[str]) -> list[tuple[str, bool, set[str] | None, int]]:
     """(imported module, at module level?, names used from it or None for all, line) for each import
-    of a package module in `source`."""
+    of a package module in `source`. Read once per (module, source, known): each test plants one
+    change in the whole package, and parsing every module again made them seconds each."""
+    return [(name, top, None if names is None else set(names), line)
+            for name, top, names, line in _imports(module, source, frozenset(known))]
+
+
+@functools.lru_cache(maxsize=None)
+def _imports(module: str, source: str, known: frozenset[str]) -> tuple[tuple[str, bool, frozenset[str] | None, int], ...]:
     tree = ast.parse(source)
     package = module.split(".") if (PACKAGE / module.replace(".", "/")).is_dir() else module.split(".")[:-1]
     found, aliases = [], {}
@@ -131,7 +139,8 @@ def imports(module: str, source: str, known: set[str]) -> list[tuple[str, bool, 
             merged[key] = names
         elif merged[key] is not None:
             merged[key] = None if names is None else merged[key] | names
-    return [(name, top, names, line) for (name, top, line), names in merged.items()]
+    return tuple((name, top, None if names is None else frozenset(names), line)
+                 for (name, top, line), names in merged.items())
 
 
 def package_sources() -> dict[str, str]:
