@@ -432,3 +432,12 @@ def test_text_calls_never_break_a_conversation(turns):
         assert made == answered and all(isinstance(b["input"], dict) for b in message["content"] if b["type"] == "tool_use")
     respond({"model": DEFAULT_MODEL, "max_tokens": 256, "messages": messages if messages[0]["role"] == "user"
              else [text("user", "Hi"), *messages], "tools": tools})
+
+
+def test_a_failure_report_cut_right_after_with_arguments_is_still_read():
+    """Found by the 1,000-example property run: "...with arguments " and nothing more raised IndexError."""
+    from miniagent.mock.reading import _failures
+
+    tools = [{"name": "get_weather", "input_schema": {"type": "object", "properties": {}}}]
+    before, failed = _failures("Error:\nError executing tool 'get_weather' with arguments ", tools)
+    assert before == "" and failed[0][0]["name"] == "get_weather" and failed[0][0]["input"] == {}

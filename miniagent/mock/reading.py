@@ -186,7 +186,7 @@ def _failures(text: str, tools: list[dict]) -> tuple[str, list[tuple[dict, str]]
     for n, m in enumerate(starts):
         said = text[m.end():starts[n + 1].start() if n + 1 < len(starts) else len(text)]
         error = _RETRY.split(said.strip().removeprefix("Error:").strip())[0].strip()  # without the framework's advice
-        given = error.split(" with arguments ", 1)[1]
+        given = error.partition(" with arguments")[2].lstrip()  # may be cut short: "...with arguments" and no more
         args: Any = given.split(": ", 1)[0]  # a lone value is written as it is
         for end in [c.start() + 1 for c in re.finditer(r"\}: ", given)][:8]:  # arguments written as a dict end at "}: "
             if isinstance(found := _literal(given[:end]), dict):
