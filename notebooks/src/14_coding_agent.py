@@ -227,6 +227,8 @@ else:
 #   is the next step up);
 # - what the folder holds: the command can delete or rewrite any file of the task (keep it in git);
 # - CPU within the time limit, and whatever `/usr` holds (installed programs, which are public).
+# - the disk: the limit is per file, so many files can still fill it; and the system calls a
+#   command makes are not filtered (bubblewrap can take a seccomp filter; this one has none).
 #
 # The package's attack suite (`make test-sandbox`, `tests/test_sandbox.py`) runs these and
 # more, and checks this machine afterwards.
