@@ -123,6 +123,15 @@ def _message_blocks(content: Any) -> list:
     return list(content) if isinstance(content, list) else []
 
 
+def _has_breakpoint(body: dict) -> bool:
+    """Whether any block _walk reads carries a cache_control, or the request one at the top level."""
+    if isinstance(body.get("cache_control"), dict):
+        return True
+    blocks = [*(body.get("tools") or []), *_system_blocks(body.get("system"))]
+    blocks += [b for m in body.get("messages") or [] if isinstance(m, dict) for b in _message_blocks(m.get("content"))]
+    return any(_control(block) is not None for block in blocks)
+
+
 def _walk(body: dict) -> list[_Position]:
     """Every block of the request in the API's order, with its prefix's digest, breakpoint and tokens."""
     digest = hashlib.sha256(b"model:" + str(body.get("model")).encode("utf-8", "surrogatepass")).digest()
@@ -221,6 +230,8 @@ class PromptCache:
     def account(self, body: dict) -> CacheUsage | None:
         """Read and write the request's prefixes; None when it has no breakpoint at all (its usage
         then shows no cache fields beyond the two zeros every response has)."""
+        if not _has_breakpoint(body):  # most requests: no hashing of every block's prefix to find none
+            return None
         positions = _walk(body)
         breakpoints = [i for i, p in enumerate(positions) if p.control is not None]
         if not breakpoints:
