@@ -42,6 +42,7 @@ from __future__ import annotations
 import argparse
 import ast
 import copy
+import functools
 import inspect
 import json
 import math
@@ -289,6 +290,13 @@ HEADING = re.compile(r"^## (.+)$", re.M)
 
 
 def estimate(path: Path) -> Notebook:
+    """The notebook's measures; read once per version of its file (the tests ask for every notebook often)."""
+    stat = path.stat()
+    return _estimate(path, stat.st_mtime_ns, stat.st_size)
+
+
+@functools.lru_cache(maxsize=None)
+def _estimate(path: Path, mtime_ns: int, size: int) -> Notebook:
     from miniagent.exercises import CHECKS
 
     cells = [c for c in json.loads(path.read_text(encoding="utf-8"))["cells"]
