@@ -39,7 +39,7 @@ llm = miniagent.connect()
 if llm.mode == "live":
     llm.max_tokens = 300  # a small local model rambles to max_tokens: keep each live answer short
 JAIL = bwrap() is not None
-print("commands run in:", "a bubblewrap jail" if JAIL else "NO JAIL (bubblewrap is missing): nothing stops a command")
+print("commands run in:", "a bubblewrap jail" if JAIL else "NO JAIL (no bubblewrap, or it cannot run here): nothing stops a command")
 
 # %% [markdown]
 # ## 1. The task: a repository with a failing test

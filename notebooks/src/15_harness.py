@@ -42,7 +42,7 @@ llm = miniagent.connect()
 if llm.mode == "live":
     llm.max_tokens = 300  # a small local model rambles to max_tokens: keep each live answer short
 ISOLATION = "bwrap" if bwrap() else "none"
-print("commands run in:", "a bubblewrap jail" if ISOLATION == "bwrap" else "NO JAIL (bubblewrap is missing)")
+print("commands run in:", "a bubblewrap jail" if ISOLATION == "bwrap" else "NO JAIL (no bubblewrap, or it cannot run here)")
 if llm.mode == "offline":
     llm.mock.script(coding.model(), repeat=True)  # notebook 14's scripted coding model (a recipe, not a model)
 
