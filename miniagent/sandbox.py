@@ -8,17 +8,18 @@ this machine. Its environment is four variables, so no API key reaches it. Run a
 CI), it runs as a user of its own (a uid no account has, one per Sandbox) with every capability
 dropped: the kernel does not count root's processes against a limit, and counts a user's processes
 across the machine, so a fork bomb in one sandbox must not take the processes of another. (Not as
-root, bwrap makes a user namespace, in which the count starts at zero.) The limits are prlimit's (address space, processes, file
-size: which also bounds its output, written to files), a wall-clock timeout that kills the whole PID
-namespace, and output read up to `max_output_chars`.
+root, bwrap makes a user namespace, in which the count starts at zero.) The limits are prlimit's
+(address space, processes, file size: which also bounds its output, written to files), a wall-clock
+timeout that kills the whole PID namespace, and output read up to `max_output_chars`.
 
 Without bubblewrap, `Sandbox(folder)` refuses, saying how to install it. `Sandbox(folder,
-isolation="none")` must be asked for by name: the same limits (set with ulimit where prlimit is
-missing, as on macOS: the shell's ulimit), no isolation at all (the command can read your files and reach the network).
-Windows has no /bin/sh: there, use WSL.
+isolation="none")` must be asked for by name: the same limits (the shell's ulimit where prlimit is
+missing, as on macOS), and no isolation at all: the command can read your files and reach the
+network. Windows has no /bin/sh: there, use WSL.
 
 What it does not protect against: the kernel itself (namespaces share it; a VM or gVisor is the next
-step), CPU spent within the time limit, and reading what /usr holds (installed software, public).
+step), system calls (no seccomp filter), CPU spent within the time limit, the disk (the limit is per
+file, not per folder), and reading what /usr holds (installed software, public).
 """
 
 from __future__ import annotations
@@ -129,8 +130,8 @@ class Sandbox:
                    f"--fsize={limits.file_mb * 2**20}", "--", "/bin/sh", "-c", command]
         if self.isolation == "none":
             return limited if shutil.which("prlimit") else _ulimited(command, limits)
-        nobody = (["setpriv", f"--reuid={self.uid}", f"--regid={self.uid}", "--clear-groups",
-                   "--inh-caps=-all", "--bounding-set=-all", "--"] if self.uid is not None else [])
+        as_its_user = (["setpriv", f"--reuid={self.uid}", f"--regid={self.uid}", "--clear-groups",
+                        "--inh-caps=-all", "--bounding-set=-all", "--"] if self.uid is not None else [])
         jail = [self._bwrap, *_system(),
                 "--ro-bind-try", "/etc/alternatives", "/etc/alternatives",  # where some of /usr/bin's links point
                 "--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp", "--bind", str(self.folder), "/work",
@@ -139,13 +140,12 @@ class Sandbox:
                 "--clearenv"]
         for name, value in (_ENV | {"HOME": "/work"}).items():
             jail += ["--setenv", name, value]
-        return jail + ["--"] + nobody + limited
+        return jail + ["--"] + as_its_user + limited
 
     def start(self, command: str, seconds: float | None = None) -> Job:
         """Start `command` in the background and return at once (the conversation goes on meanwhile)."""
         _check(command)
         return Job(self, command, self.limits.seconds if seconds is None else seconds)
-
 
     def run(self, command: str, seconds: float | None = None) -> Ran:
         """Run `command` with /bin/sh in the jail and return what it did; never raises for what it does."""
