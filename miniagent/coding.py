@@ -203,8 +203,8 @@ class Workspace:
                 raise ValueError(f"no job {job_id!r}; the jobs are: {', '.join(self.jobs) or '(none)'}")
             if cancel:
                 return job.cancel().text()
-            if isinstance(wait, (int, float)) and not isinstance(wait, bool) and wait > 0:
-                job.wait(timeout=min(float(wait), job.seconds))  # at most its own limit: it ends by then
+            if wait > 0:  # a number: the registry checked the arguments against the schema
+                job.wait(timeout=wait)  # at most its own time limit, by which it has ended
             if job.running():
                 return f"{job_id} is still running ({time.monotonic() - job.started:.0f} s); its output so far:\n" + \
                     (job.so_far() or "(none yet)")

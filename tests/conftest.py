@@ -96,3 +96,16 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
     tests are over: what a test must close, it closes itself).
     """
     gc.freeze()
+
+
+# --- the coding agent's task (notebooks 14 and 15) ------------------------------------------------
+@pytest.fixture
+def failing_repo(tmp_path: Path) -> Path:
+    """A repository whose one test fails: calc.add subtracts."""
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    (repo / "calc.py").write_text("def add(a, b):\n    return a - b\n", encoding="utf-8")
+    (repo / "test_calc.py").write_text("import unittest\nfrom calc import add\n\n\nclass T(unittest.TestCase):\n"
+                                       "    def test_add(self):\n        self.assertEqual(add(2, 3), 5)\n",
+                                       encoding="utf-8")
+    return repo

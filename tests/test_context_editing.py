@@ -1,13 +1,9 @@
 """The mock's server-side context editing (beta context-management-2025-06-27, notebook 15), and the
-harness pieces notebook 15 added: the client's betas, the scripted coding model's skill and plan,
-Hooks.run after a turn's last iteration, bash_job's wait, and the sandbox's limits without prlimit."""
+client's betas that ask for it."""
 
 from __future__ import annotations
 
 import json
-import os
-import shutil
-from unittest import mock
 
 import pytest
 
@@ -127,83 +123,3 @@ def test_thinking_of_older_turns_is_cleared(llm):
                           context_management={"edits": [{"type": "clear_thinking_20251015"}]})
     assert response["content"][0]["text"] == "1"
     assert response["context_management"]["applied_edits"][0]["cleared_thinking_turns"] == 2
-
-
-# --- the harness ----------------------------------------------------------------------------------
-
-
-def failing_repo(folder):
-    (folder / "calc.py").write_text("def add(a, b):\n    return a - b\n", encoding="utf-8")
-    (folder / "test_calc.py").write_text("import unittest\n\nfrom calc import add\n\n\nclass T(unittest.TestCase):\n"
-                                         "    def test_add(self):\n        self.assertEqual(add(2, 3), 5)\n",
-                                         encoding="utf-8")
-    return folder
-
-
-posix_only = pytest.mark.skipif(os.name != "posix", reason="the sandbox runs /bin/sh (use WSL on Windows)")
-
-
-@posix_only
-def test_the_scripted_coding_model_loads_its_skill_keeps_a_plan_and_hooks_send_it_back(tmp_path):
-    from miniagent.coding import Workspace
-    from miniagent.hooks import Hooks
-    from miniagent.mock import coding
-    from miniagent.planning import Plan
-    from miniagent.sandbox import Limits, Sandbox
-    from miniagent.skills import Skills
-    from miniagent.tools import ToolRegistry
-
-    repo = failing_repo(tmp_path)
-    llm = miniagent.connect(offline=True, quiet=True)
-    llm.mock.script(coding.model(), repeat=True)
-    skills = Skills(os.path.join(os.path.dirname(miniagent.__file__), "data", "skills"))
-    plan = Plan(repo / "PLAN.md")
-    box = Sandbox(repo, Limits(seconds=20), isolation="none")
-    tools = ToolRegistry([*Workspace(repo, box).tools(), skills.tool(), plan.tool])
-    hooks = Hooks()
-    hooks.until_done("tests", lambda r: None if box.run("python3 -m unittest").exit_code == 0 else "still failing")
-    agent = miniagent.Agent(llm, hooks.wrap(tools), system=skills.system_prompt(), max_iterations=5)
-    result = hooks.run(agent, "The tests fail. Make them pass.")
-    assert skills.loaded == ["python-tests"] and plan.complete and result.stop == "end_turn"
-    assert [e["name"] for e in agent.trace.of_type("tool_call")][:3] == ["load_skill", "update_plan", "bash"]
-    assert "[tests] still failing" in json.dumps(agent.history)  # the first turn ran out of iterations mid-task
-    assert Plan.load(repo / "PLAN.md").steps == plan.steps
-
-
-@posix_only
-def test_bash_job_waits_for_a_job_up_to_the_time_asked(tmp_path):
-    from miniagent.coding import Workspace
-    from miniagent.sandbox import Limits, Sandbox
-
-    tools = Workspace(tmp_path, Sandbox(tmp_path, Limits(seconds=10), isolation="none")).tools()
-
-    def use(name, **input):
-        return tools.run({"type": "tool_use", "id": "toolu_1", "name": name, "input": input})["content"]
-
-    use("bash", command="sleep 0.3; echo finished", background=True)
-    assert use("bash_job", job_id="job-1", wait=5) == "finished"
-    use("bash", command="sleep 30", background=True)
-    assert "job-2 is still running" in use("bash_job", job_id="job-2", wait=0.2)
-    assert "[cancelled]" in use("bash_job", job_id="job-2", cancel=True)
-
-
-@posix_only
-def test_without_prlimit_the_shell_sets_the_limits(tmp_path):
-    from miniagent.sandbox import Limits, Sandbox
-
-    real = shutil.which
-    with mock.patch("miniagent.sandbox.shutil.which", lambda name: None if name == "prlimit" else real(name)):
-        box = Sandbox(tmp_path, Limits(seconds=5, file_mb=1, processes=40), isolation="none")
-        assert box.argv("true")[0] == "/bin/sh"
-        ran = box.run("head -c 3000000 /dev/zero > big; ulimit -f")
-    assert (tmp_path / "big").stat().st_size <= 2**20 and ran.stdout.split()[-1] == "2048"
-
-
-def test_bwrap_that_cannot_start_is_no_bwrap(monkeypatch):
-    from miniagent import sandbox
-
-    monkeypatch.setattr(sandbox.shutil, "which", lambda name: "/usr/bin/bwrap")
-    monkeypatch.setattr(sandbox.subprocess, "run", lambda *a, **k: (_ for _ in ()).throw(PermissionError(13, "denied")))
-    assert sandbox.bwrap() is None
-    with pytest.raises(RuntimeError, match="apt-get install bubblewrap"):
-        sandbox.Sandbox(".")

@@ -169,25 +169,15 @@ def _left_running(pattern: str) -> int:
     return sum(1 for line in listed if line.startswith(pattern) or line.startswith(f"sh -c {pattern}"))
 
 
-def _failing_repo(tmp_path):
-    repo = tmp_path / "repo"
-    repo.mkdir()
-    (repo / "calc.py").write_text("def add(a, b):\n    return a - b\n", encoding="utf-8")
-    (repo / "test_calc.py").write_text("import unittest\nfrom calc import add\n\n\nclass T(unittest.TestCase):\n"
-                                       "    def test_add(self):\n        self.assertEqual(add(2, 3), 5)\n",
-                                       encoding="utf-8")
-    return repo
-
-
 def _use(tools, name, **input):
     return tools.run({"type": "tool_use", "id": "t", "name": name, "input": input})
 
 
-def test_the_coding_tools_fix_a_failing_test_in_the_jail(tmp_path):
+def test_the_coding_tools_fix_a_failing_test_in_the_jail(failing_repo):
     """The real task's steps without a model: run the tests (red), edit with the editor tool, run them (green)."""
     from miniagent.coding import EDITOR, Workspace
 
-    repo = _failing_repo(tmp_path)
+    repo = failing_repo
     tools = Workspace(repo, Sandbox(repo, Limits(seconds=20))).tools()
     red = _use(tools, "bash", command="python3 -m unittest -q 2>&1")
     assert "FAILED (failures=1)" in red["content"] and "[exit code 1]" in red["content"]
@@ -252,10 +242,10 @@ def _coding_agent(repo, rules):
     return miniagent.Agent(llm, tools, approve=rules.approver()), llm
 
 
-def test_the_scripted_coding_model_fixes_the_failing_test_within_the_rules(tmp_path):
+def test_the_scripted_coding_model_fixes_the_failing_test_within_the_rules(failing_repo):
     from miniagent.permissions import Permissions
 
-    repo = _failing_repo(tmp_path)
+    repo = failing_repo
     rules = Permissions(allow=["bash(python3 -m unittest*)", "str_replace_based_edit_tool(view *)",
                                "str_replace_based_edit_tool(str_replace *.py)"], deny=["bash(rm *)"])
     agent, llm = _coding_agent(repo, rules)
@@ -266,10 +256,10 @@ def test_the_scripted_coding_model_fixes_the_failing_test_within_the_rules(tmp_p
     assert llm.usage.calls == 6 and rules.stopped() == []
 
 
-def test_a_rule_that_denies_the_edit_stops_the_task_and_says_so(tmp_path):
+def test_a_rule_that_denies_the_edit_stops_the_task_and_says_so(failing_repo):
     from miniagent.permissions import Permissions
 
-    repo = _failing_repo(tmp_path)
+    repo = failing_repo
     rules = Permissions(allow=["bash(python3 -m unittest*)", "str_replace_based_edit_tool(view *)"],
                         deny=["str_replace_based_edit_tool(str_replace *)"])
     agent, _ = _coding_agent(repo, rules)

@@ -135,6 +135,15 @@ def _run(fn: Callable[..., Any], *args: Any, name: str, case: str = "", patient:
     return outcome["value"]
 
 
+def _returned_or_raised(fn: Callable[..., Any], *args: Any, error: type[Exception] = ValueError) -> tuple[str, Any]:
+    """("returned", fn(*args)) or ("raised", the message of the `error` it raised): for `_run`, when a check
+    wants some inputs refused (any other exception is `_run`'s, as ever)."""
+    try:
+        return "returned", fn(*args)
+    except error as exc:
+        return "raised", str(exc)
+
+
 # --- saying what is wrong, briefly --------------------------------------------------------
 
 

@@ -7,7 +7,8 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from miniagent.exercises._core import _check_callable, _exercise, _kind, _run, _show, not_yet, wrong_kind
+from miniagent.exercises._core import (_check_callable, _exercise, _kind, _returned_or_raised, _run, _show, not_yet,
+                                       wrong_kind)
 
 # --- exercise 1: a replacement that must match exactly once ------------------------------------
 
@@ -34,21 +35,14 @@ REFUSALS = {  # what each refusal is for, said when an answer did not refuse
 }
 
 
-def _attempt(replace_once: Any, text: str, old: str, new: str) -> tuple[str, Any]:
-    """("returned", the text) or ("raised", the ValueError's message)."""
-    try:
-        return "returned", replace_once(text, old, new)
-    except ValueError as exc:
-        return "raised", str(exc)
-
-
 @_exercise("14", 1)
 def check_14_1(replace_once: Any) -> None:
     """`replace_once(text, old, new)`: the one occurrence replaced; ValueError saying the count otherwise."""
     _check_callable(replace_once, "replace_once", "replace_once(text, old, new) returns the new text",
                     zh="replace_once(text, old, new) 返回替换后的文本")
     for what, text, old, new, want, zh in REPLACE_CASES:
-        kind, got = _run(_attempt, replace_once, text, old, new, name="replace_once", case=f"with {what}", case_zh=zh)
+        kind, got = _run(_returned_or_raised, replace_once, text, old, new, name="replace_once", case=f"with {what}",
+                         case_zh=zh)
         if isinstance(want, str):
             if kind == "raised":
                 not_yet(f"with {what}, replace_once raised ValueError ({_show(got)}): old occurs exactly once there"

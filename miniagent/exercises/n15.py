@@ -6,7 +6,8 @@ import copy
 from collections.abc import Mapping
 from typing import Any
 
-from miniagent.exercises._core import _check_callable, _exercise, _kind, _run, _show, not_yet, wrong_kind
+from miniagent.exercises._core import (_check_callable, _exercise, _kind, _returned_or_raised, _run, _show, not_yet,
+                                       wrong_kind)
 
 # --- exercise 1: a SKILL.md's front matter ----------------------------------------------------
 
@@ -43,12 +44,8 @@ def check_15_1(front_matter_of: Any) -> None:
     _check_callable(front_matter_of, "front_matter_of", 'front_matter_of(text) returns {"name", "description", "body"}',
                     zh='front_matter_of(text) 返回 {"name", "description", "body"}')
     for what, text, want, zh in FILES:
-        def attempt(text: str = text) -> Any:
-            try:
-                return ("returned", front_matter_of(text))
-            except ValueError as exc:
-                return ("raised", exc)
-        kind, got = _run(attempt, name="front_matter_of", case=f"for {what}", case_zh=f"对于{zh}")
+        kind, got = _run(_returned_or_raised, front_matter_of, text, name="front_matter_of", case=f"for {what}",
+                         case_zh=f"对于{zh}")
         if want is None:
             if kind != "raised":
                 not_yet(f"for {what}, front_matter_of returned {_show(got)}: raise ValueError, so that a broken "
@@ -57,8 +54,8 @@ def check_15_1(front_matter_of: Any) -> None:
                            "在加载技能时就会被发现，而不是等到模型需要它的时候")
             continue
         if kind == "raised":
-            not_yet(f"for {what}, front_matter_of raised ValueError: {_show(str(got))}; this file is valid",
-                    zh=f"对于{zh}，front_matter_of 抛出了 ValueError：{_show(str(got))}；这个文件是合法的")
+            not_yet(f"for {what}, front_matter_of raised ValueError: {_show(got)}; this file is valid",
+                    zh=f"对于{zh}，front_matter_of 抛出了 ValueError：{_show(got)}；这个文件是合法的")
         if not isinstance(got, Mapping):
             wrong_kind(f"front_matter_of returned {_kind(got)} for {what}: return a dict with name, description and body",
                        zh=f"对于{zh}，front_matter_of 返回的是{_kind(got)}：要返回一个包含 name、description 和 body 的 dict")

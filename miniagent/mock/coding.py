@@ -52,19 +52,17 @@ def respond(body: dict) -> Response:
     if "load_skill" in offered and "load_skill" not in made and (skill := _skill_for(body.get("system"))):
         return tool_call("load_skill", {"name": skill}, text=f"The {skill} skill covers this task; I'll read it first.")
     if "update_plan" in offered and "update_plan" not in made:
-        return tool_call("update_plan", {"steps": [{"step": step, "done": False} for step in PLAN]},
-                         text="My plan for this task:")
+        return tool_call("update_plan", _plan(done=False), text="My plan for this task:")
     work = [c for c in calls if c[0] in ("bash", EDITOR)]
     if not work:
         return tool_call("bash", {"command": RUN_TESTS}, text="First I'll run the tests to see what fails.")
     if calls[-1][0] == "update_plan" and len(work) > 1:  # the plan checked off at the end: the answer
         return text(_finished(calls))
-    name, input, result, _ = calls[-1] if calls[-1][0] in ("bash", EDITOR) else work[-1]
+    name, input, result, _ = work[-1]
     if name == "bash":
         if re.search(r"^OK\b", result, re.M) and "FAILED" not in result:
             if "update_plan" in made:
-                return tool_call("update_plan", {"steps": [{"step": step, "done": True} for step in PLAN]},
-                                 text="The tests pass; every step of my plan is done.")
+                return tool_call("update_plan", _plan(done=True), text="The tests pass; every step of my plan is done.")
             return text(_finished(calls))
         where = re.search(r'File "(?:/work/)?([^"]+\.py)", line (\d+), in (test\w*)', result)
         if where is None:
@@ -93,6 +91,10 @@ def respond(body: dict) -> Response:
     if name == EDITOR and input.get("command") == "str_replace":
         return tool_call("bash", {"command": RUN_TESTS}, text="Now I'll run the tests again.")
     return text("I have done what my recipe covers.")
+
+
+def _plan(done: bool) -> dict:
+    return {"steps": [{"step": step, "done": done} for step in PLAN]}
 
 
 def _finished(calls: list[tuple[str, dict, str, bool]]) -> str:

@@ -36,67 +36,64 @@ PLACEHOLDER = "[this tool result was cleared by context management to save space
 
 
 def apply(body: dict, betas: list[str]) -> tuple[dict, list[dict] | None]:
-    """(the body the model reads, the applied edits), or (body, None) when the request asks for none."""
+    """(the body the model reads, the applied edits), or (body, None) when the request asks for none.
+    The body given is never changed: an edit that applies works on a copy."""
     config = body.get("context_management")
     if not isinstance(config, dict) or BETA not in betas:
         return body, None
-    edited, applied = copy.deepcopy(body), []
+    edits = {CLEAR_TOOL_USES: _clear_tool_uses, CLEAR_THINKING: _clear_thinking}
+    applied = []
     for edit in config.get("edits") or []:
-        if edit.get("type") == CLEAR_TOOL_USES:
-            done = _clear_tool_uses(edited, edit)
-        elif edit.get("type") == CLEAR_THINKING:
-            done = _clear_thinking(edited, edit)
-        else:
-            continue
-        if done:
-            applied.append(done)
-    return edited, applied
+        done = edits[edit["type"]](body, edit) if edit.get("type") in edits else None
+        if done is not None:
+            body, record = done
+            applied.append(record)
+    return body, applied
 
 
 def _value(spec: Any, default: Any) -> Any:
     return spec.get("value", default) if isinstance(spec, dict) else default
 
 
-def _clear_tool_uses(body: dict, edit: dict) -> dict | None:
+def _blocks(body: dict, role: str, kind: str) -> list[dict]:
+    """The `kind` blocks of the `role` messages, in order."""
+    return [block for message in body["messages"] if message.get("role") == role
+            and isinstance(message.get("content"), list) for block in message["content"]
+            if isinstance(block, dict) and block.get("type") == kind]
+
+
+def _clear_tool_uses(body: dict, edit: dict) -> tuple[dict, dict] | None:
     before = estimate_request(body)
     if before < _value(edit.get("trigger"), 100_000):
         return None
+    edited = copy.deepcopy(body)
     keep, excluded = _value(edit.get("keep"), 3), set(edit.get("exclude_tools") or [])
     inputs = edit.get("clear_tool_inputs", False)
-    uses = [block for message in body["messages"] if message.get("role") == "assistant"
-            and isinstance(message.get("content"), list) for block in message["content"]
-            if isinstance(block, dict) and block.get("type") == "tool_use" and block.get("name") not in excluded]
-    results = {block.get("tool_use_id"): block for message in body["messages"] if message.get("role") == "user"
-               and isinstance(message.get("content"), list) for block in message["content"]
-               if isinstance(block, dict) and block.get("type") == "tool_result"}
+    uses = [use for use in _blocks(edited, "assistant", "tool_use") if use.get("name") not in excluded]
+    results = {result.get("tool_use_id"): result for result in _blocks(edited, "user", "tool_result")}
     oldest = [use for use in uses if use.get("id") in results][:max(0, len(uses) - keep)]
-    trial = copy.deepcopy(body)
     for use in oldest:
-        result = results[use["id"]]
-        if result.get("content") != PLACEHOLDER:
-            result["content"] = PLACEHOLDER
+        results[use["id"]]["content"] = PLACEHOLDER
         if inputs is True or (isinstance(inputs, list) and use.get("name") in inputs):
             use["input"] = {}
-    cleared = before - estimate_request(body)
+    cleared = before - estimate_request(edited)
     if not oldest or cleared < _value(edit.get("clear_at_least"), 0):
-        body.clear()
-        body.update(trial)  # not worth clearing: the request as it came
-        return None
-    return {"type": CLEAR_TOOL_USES, "cleared_tool_uses": len(oldest), "cleared_input_tokens": max(0, cleared)}
+        return None  # not worth clearing: the request as it came
+    return edited, {"type": CLEAR_TOOL_USES, "cleared_tool_uses": len(oldest), "cleared_input_tokens": max(0, cleared)}
 
 
-def _clear_thinking(body: dict, edit: dict) -> dict | None:
-    keep = _value(edit.get("keep"), 1)
-    if keep == "all" or edit.get("keep") == "all":
+def _clear_thinking(body: dict, edit: dict) -> tuple[dict, dict] | None:
+    keep = edit.get("keep")
+    if "all" in (keep, _value(keep, 1)):  # "all", or {"type": "thinking_turns", "value": "all"}
         return None
-    before = estimate_request(body)
-    turns = [m for m in body["messages"] if m.get("role") == "assistant" and isinstance(m.get("content"), list)
-             and any(isinstance(b, dict) and b.get("type") in ("thinking", "redacted_thinking") for b in m["content"])]
-    cleared_turns = turns[:max(0, len(turns) - int(keep))]
-    for message in cleared_turns:
-        message["content"] = [b for b in message["content"]
-                              if not (isinstance(b, dict) and b.get("type") in ("thinking", "redacted_thinking"))]
+    edited = copy.deepcopy(body)
+    thought = ("thinking", "redacted_thinking")
+    turns = [m for m in edited["messages"] if m.get("role") == "assistant" and isinstance(m.get("content"), list)
+             and any(isinstance(b, dict) and b.get("type") in thought for b in m["content"])]
+    cleared_turns = turns[:max(0, len(turns) - int(_value(keep, 1)))]
     if not cleared_turns:
         return None
-    return {"type": CLEAR_THINKING, "cleared_thinking_turns": len(cleared_turns),
-            "cleared_input_tokens": max(0, before - estimate_request(body))}
+    for message in cleared_turns:
+        message["content"] = [b for b in message["content"] if not (isinstance(b, dict) and b.get("type") in thought)]
+    return edited, {"type": CLEAR_THINKING, "cleared_thinking_turns": len(cleared_turns),
+                    "cleared_input_tokens": max(0, estimate_request(body) - estimate_request(edited))}
